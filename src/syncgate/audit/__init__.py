@@ -1,0 +1,28 @@
+"""The sync ledger: what blocked the host, where, and in which step; budgets and verdicts.
+
+Every level of syncgate reports in these terms. A backend (the simulated accelerator, or a live
+CPU/CUDA/NPU backend inside ``vllm serve``) records :class:`SyncEvent` objects into a
+:class:`Ledger`; a :class:`Budget` says how many of each kind a step may have; :func:`evaluate`
+turns the two into a :class:`Verdict` that names the offending call sites.
+"""
+
+from syncgate.audit.budgets import Budget, BudgetSet, load_budgets
+from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind, caller_site
+from syncgate.audit.ledger import Ledger, Step
+from syncgate.audit.verdict import Breach, Verdict, evaluate
+
+__all__ = [
+    "Breach",
+    "Budget",
+    "BudgetSet",
+    "CallSite",
+    "Ledger",
+    "Step",
+    "StepKind",
+    "SyncEvent",
+    "SyncKind",
+    "Verdict",
+    "caller_site",
+    "evaluate",
+    "load_budgets",
+]

@@ -1,0 +1,229 @@
+"""Per-step sync budgets, read from TOML.
+
+A budget file belongs to one device profile and holds one ``[[budget]]`` per (runner,
+speculation) pair. Limits are counts per step for each sync kind: ``[budget.limits.default]``
+applies to every step kind, ``[budget.limits.decode]`` (or prefill, mixed, empty) overrides it; a
+kind left out of ``default`` may not occur at all. Allow-listed sites (``module:qualname``, glob
+patterns allowed) are by design and never count. The scan level reads the same allow-lists.
+
+Example::
+
+    profile = "cuda"
+
+    [[budget]]
+    runner = "v1"
+    speculation = false
+    [budget.limits.default]
+    event_sync = 1
+    [[budget.allow]]
+    site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list"
+    kind = "event_sync"
+    reason = "the documented transfer wait"
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from syncgate.audit.events import SYNC_KINDS, StepKind, SyncEvent
+from syncgate.errors import BudgetError
+
+RUNNERS = ("v1", "v2", "*")
+_LIMIT_TABLES = ("default", *(k.value for k in StepKind if k is not StepKind.OUTSIDE))
+_BUDGET_KEYS = {"runner", "speculation", "note", "limits", "allow"}
+_ALLOW_KEYS = {"site", "kind", "api", "reason"}
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    """A by-design sync: matched by ``module:qualname`` glob, optionally narrowed by kind or API."""
+
+    site: str
+    reason: str
+    kind: str | None = None
+    api: str | None = None
+
+    def matches(self, event: SyncEvent) -> bool:
+        if self.kind is not None and event.kind.value != self.kind:
+            return False
+        if self.api is not None and not fnmatch.fnmatchcase(event.api, self.api):
+            return False
+        return fnmatch.fnmatchcase(event.site.symbol, self.site)
+
+    def matches_symbol(self, symbol: str, kind: str | None = None) -> bool:
+        """For the static scan, which knows a site's symbol and kind but no API call."""
+        if self.kind is not None and kind is not None and kind != self.kind:
+            return False
+        return fnmatch.fnmatchcase(symbol, self.site)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits for one runner and speculation mode of one profile."""
+
+    profile: str
+    runner: str
+    speculation: bool
+    limits: dict[str, dict[str, int]]
+    allow: tuple[AllowRule, ...] = ()
+    note: str = ""
+    source: str = ""
+
+    def limit(self, step_kind: StepKind, sync_kind: str) -> int:
+        table = self.limits.get(step_kind.value, {})
+        if sync_kind in table:
+            return table[sync_kind]
+        return self.limits.get("default", {}).get(sync_kind, 0)
+
+    def allowed_by(self, event: SyncEvent) -> AllowRule | None:
+        return next((rule for rule in self.allow if rule.matches(event)), None)
+
+    @property
+    def label(self) -> str:
+        spec = "spec-on" if self.speculation else "spec-off"
+        return f"{self.profile}/{self.runner}/{spec}"
+
+
+@dataclass(frozen=True)
+class BudgetSet:
+    """All budgets of one profile file."""
+
+    profile: str
+    budgets: tuple[Budget, ...]
+    source: str = ""
+    allow_all: tuple[AllowRule, ...] = field(default=())
+
+    def select(self, runner: str, speculation: bool) -> Budget:
+        for candidate in (runner, "*"):
+            for budget in self.budgets:
+                if budget.runner == candidate and budget.speculation == speculation:
+                    return budget
+        spec = "on" if speculation else "off"
+        raise BudgetError(self.source, "budget", f"no budget for runner={runner} speculation={spec}")
+
+    @property
+    def all_allow_rules(self) -> tuple[AllowRule, ...]:
+        return tuple(rule for b in self.budgets for rule in b.allow)
+
+
+def builtin_budget_path(profile: str) -> Path:
+    """The budget file shipped for a device profile (``cpu``, ``cuda``, ``npu``)."""
+    path = Path(str(resources.files("syncgate") / "budgets" / f"{profile}.toml"))
+    if not path.is_file():
+        raise BudgetError(path, "profile", f"no built-in budget for profile {profile!r}")
+    return path
+
+
+def load_budgets(path: str | Path) -> BudgetSet:
+    """Parse and validate a budget file; any problem is a :class:`BudgetError` naming the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BudgetError(path, "<file>", "does not exist") from None
+    except OSError as exc:
+        raise BudgetError(path, "<file>", f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BudgetError(path, "<file>", "is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BudgetError(path, "<toml>", f"syntax error: {exc}") from None
+    return parse_budgets(data, source=str(path))
+
+
+def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:
+    unknown = set(data) - {"profile", "budget"}
+    if unknown:
+        raise BudgetError(source, sorted(unknown)[0], "unknown key (expected profile, budget)")
+    profile = data.get("profile")
+    if not isinstance(profile, str) or not profile:
+        raise BudgetError(source, "profile", "must be a non-empty string")
+    entries = data.get("budget")
+    if not isinstance(entries, list) or not entries:
+        raise BudgetError(source, "budget", "must be a non-empty array of tables ([[budget]])")
+    budgets = tuple(_parse_budget(profile, e, f"budget[{i}]", source) for i, e in enumerate(entries))
+    seen: set[tuple[str, bool]] = set()
+    for i, b in enumerate(budgets):
+        if (b.runner, b.speculation) in seen:
+            raise BudgetError(source, f"budget[{i}]", f"duplicate budget for {b.label}")
+        seen.add((b.runner, b.speculation))
+    return BudgetSet(profile=profile, budgets=budgets, source=source)
+
+
+def _parse_budget(profile: str, entry: Any, where: str, source: str) -> Budget:
+    if not isinstance(entry, dict):
+        raise BudgetError(source, where, "must be a table")
+    unknown = set(entry) - _BUDGET_KEYS
+    if unknown:
+        raise BudgetError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    runner = entry.get("runner", "*")
+    if runner not in RUNNERS:
+        raise BudgetError(source, f"{where}.runner", f"must be one of {', '.join(RUNNERS)}")
+    speculation = entry.get("speculation", False)
+    if not isinstance(speculation, bool):
+        raise BudgetError(source, f"{where}.speculation", "must be true or false")
+    limits = _parse_limits(entry.get("limits", {}), f"{where}.limits", source)
+    allow = tuple(
+        _parse_allow(rule, f"{where}.allow[{i}]", source)
+        for i, rule in enumerate(_as_list(entry.get("allow", []), f"{where}.allow", source))
+    )
+    note = entry.get("note", "")
+    if not isinstance(note, str):
+        raise BudgetError(source, f"{where}.note", "must be a string")
+    return Budget(profile, runner, speculation, limits, allow, note, source)
+
+
+def _parse_limits(raw: Any, where: str, source: str) -> dict[str, dict[str, int]]:
+    if not isinstance(raw, dict):
+        raise BudgetError(source, where, "must be a table")
+    limits: dict[str, dict[str, int]] = {}
+    for table_name, table in raw.items():
+        if table_name not in _LIMIT_TABLES:
+            raise BudgetError(
+                source, f"{where}.{table_name}", f"unknown step kind (expected {', '.join(_LIMIT_TABLES)})"
+            )
+        if not isinstance(table, dict):
+            raise BudgetError(source, f"{where}.{table_name}", "must be a table")
+        limits[table_name] = {}
+        for kind, count in table.items():
+            key = f"{where}.{table_name}.{kind}"
+            if kind not in SYNC_KINDS:
+                raise BudgetError(source, key, f"unknown sync kind (expected {', '.join(SYNC_KINDS)})")
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise BudgetError(source, key, f"must be an integer count, got {count!r}")
+            if count < 0:
+                raise BudgetError(source, key, f"must not be negative, got {count}")
+            limits[table_name][kind] = count
+    return limits
+
+
+def _parse_allow(rule: Any, where: str, source: str) -> AllowRule:
+    if not isinstance(rule, dict):
+        raise BudgetError(source, where, "must be a table with site and reason")
+    unknown = set(rule) - _ALLOW_KEYS
+    if unknown:
+        raise BudgetError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    site = rule.get("site")
+    if not isinstance(site, str) or ":" not in site:
+        raise BudgetError(source, f"{where}.site", "must be 'module:qualname' (globs allowed)")
+    reason = rule.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise BudgetError(source, f"{where}.reason", "must say why the sync is by design")
+    kind = rule.get("kind")
+    if kind is not None and kind not in SYNC_KINDS:
+        raise BudgetError(source, f"{where}.kind", f"unknown sync kind {kind!r}")
+    api = rule.get("api")
+    if api is not None and not isinstance(api, str):
+        raise BudgetError(source, f"{where}.api", "must be a string")
+    return AllowRule(site=site, reason=reason, kind=kind, api=api)
+
+
+def _as_list(value: Any, where: str, source: str) -> Iterable[Any]:
+    if not isinstance(value, list):
+        raise BudgetError(source, where, "must be an array of tables ([[...allow]])")
+    return value

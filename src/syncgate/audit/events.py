@@ -1,0 +1,143 @@
+"""The shared vocabulary: kinds of sync, kinds of step, call sites, events.
+
+A call site is the first frame outside torch and syncgate, because that is the line an engineer
+has to change. It carries ``module:qualname`` so allow-lists survive line-number drift between
+upstream versions.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import asdict, dataclass
+from types import FrameType
+from typing import Any
+
+
+class SyncKind(str, enum.Enum):
+    """How the host waited on the device."""
+
+    DEVICE_SYNC = "device_sync"  # torch.{cuda,npu,accelerator}.synchronize()
+    STREAM_SYNC = "stream_sync"  # Stream.synchronize()
+    EVENT_SYNC = "event_sync"  # Event.synchronize()
+    BLOCKING_READBACK = "blocking_readback"  # .tolist()/.item()/.cpu()/.numpy()/bool() of a device tensor
+    BLOCKING_COPY = "blocking_copy"  # a copy that the host has to wait for (pageable or non_blocking=False)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class StepKind(str, enum.Enum):
+    """What a runner step did, from its scheduled tokens."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    MIXED = "mixed"
+    EMPTY = "empty"
+    OUTSIDE = "outside"  # not inside any step: load, warm-up, capture, shutdown
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def classify(cls, num_prefill_tokens: int, num_decode_tokens: int) -> StepKind:
+        """Name a step from how many of its scheduled tokens are prompt and generated tokens."""
+        if num_prefill_tokens and num_decode_tokens:
+            return cls.MIXED
+        if num_prefill_tokens:
+            return cls.PREFILL
+        if num_decode_tokens:
+            return cls.DECODE
+        return cls.EMPTY
+
+
+SYNC_KINDS: tuple[str, ...] = tuple(k.value for k in SyncKind)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """Where a sync was issued: file:line:function, plus module:qualname for allow-lists."""
+
+    file: str
+    line: int
+    function: str
+    module: str = ""
+    qualname: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.function}"
+
+    @property
+    def symbol(self) -> str:
+        """``module:qualname``, the form budgets allow-list."""
+        return f"{self.module}:{self.qualname or self.function}"
+
+    @classmethod
+    def from_frame(cls, frame: FrameType) -> CallSite:
+        code = frame.f_code
+        return cls(
+            file=code.co_filename,
+            line=frame.f_lineno,
+            function=code.co_name,
+            module=str(frame.f_globals.get("__name__", "")),
+            qualname=getattr(code, "co_qualname", code.co_name),
+        )
+
+    @classmethod
+    def unknown(cls) -> CallSite:
+        return cls(file="<unknown>", line=0, function="<unknown>")
+
+
+_SKIPPED_PREFIXES = ("torch", "syncgate", "contextlib", "functools", "typing")
+
+
+def _is_internal(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in _SKIPPED_PREFIXES)
+
+
+def caller_site(skip: int = 1) -> CallSite:
+    """The first frame outside torch and syncgate, starting ``skip`` frames above the caller.
+
+    Test modules of syncgate itself (``tests.``/``test_*``) count as outside, so mutants written in
+    the tests are reported at their own lines.
+    """
+    frame: FrameType | None = sys._getframe(skip)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if not _is_internal(module):
+            return CallSite.from_frame(frame)
+        frame = frame.f_back
+    return CallSite.unknown()
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """One host wait on the device."""
+
+    kind: SyncKind
+    api: str
+    site: CallSite
+    step: int | None = None
+    step_kind: StepKind = StepKind.OUTSIDE
+    blocked_s: float = 0.0
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        data["step_kind"] = self.step_kind.value
+        data["site"] = {**asdict(self.site), "where": str(self.site)}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SyncEvent:
+        site = {k: v for k, v in data["site"].items() if k != "where"}
+        return cls(
+            kind=SyncKind(data["kind"]),
+            api=data["api"],
+            site=CallSite(**site),
+            step=data.get("step"),
+            step_kind=StepKind(data.get("step_kind", "outside")),
+            blocked_s=float(data.get("blocked_s", 0.0)),
+            detail=data.get("detail", ""),
+        )

@@ -1,0 +1,205 @@
+"""The ledger: sync events grouped into runner steps.
+
+A step is opened by whoever knows where a runner step starts (a test, or the live backend wrapping
+``execute_model``). Events recorded while no step is open belong to ``StepKind.OUTSIDE`` (load,
+warm-up, graph capture), which budgets do not limit. The ledger is thread-safe because vLLM's
+async output thread and the model thread both issue copies.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind, caller_site
+
+
+@dataclass
+class Step:
+    """One runner step and the syncs it issued."""
+
+    index: int
+    kind: StepKind
+    events: list[SyncEvent] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(e.kind.value for e in self.events))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "kind": self.kind.value,
+            "counts": self.counts(),
+            "meta": self.meta,
+            "events": [e.to_json() for e in self.events],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Step:
+        return cls(
+            index=int(data["index"]),
+            kind=StepKind(data["kind"]),
+            events=[SyncEvent.from_json(e) for e in data.get("events", [])],
+            meta=dict(data.get("meta", {})),
+        )
+
+
+StepSink = Callable[[Step], None]
+
+
+class Ledger:
+    """Collects sync events; optionally hands each finished step to a sink (a JSONL journal)."""
+
+    def __init__(self, on_step_end: StepSink | None = None) -> None:
+        self._lock = threading.RLock()
+        self._on_step_end = on_step_end
+        self.steps: list[Step] = []
+        self.outside: list[SyncEvent] = []
+        self._open: Step | None = None
+
+    # --- steps -------------------------------------------------------------------------------
+    def begin_step(self, kind: StepKind = StepKind.DECODE, **meta: Any) -> Step:
+        with self._lock:
+            if self._open is not None:
+                self.end_step()
+            step = Step(index=len(self.steps), kind=StepKind(kind), meta=dict(meta))
+            self.steps.append(step)
+            self._open = step
+            return step
+
+    def end_step(self, kind: StepKind | None = None, **meta: Any) -> Step | None:
+        """Close the open step; ``kind`` may be corrected now that the step's work is known."""
+        with self._lock:
+            step, self._open = self._open, None
+            if step is None:
+                return None
+            if kind is not None and kind != step.kind:
+                step.kind = StepKind(kind)
+                step.events = [_with_step(e, step) for e in step.events]
+            step.meta.update(meta)
+        if self._on_step_end is not None:
+            self._on_step_end(step)
+        return step
+
+    @contextmanager
+    def step(self, kind: StepKind = StepKind.DECODE, **meta: Any) -> Iterator[Step]:
+        opened = self.begin_step(kind, **meta)
+        try:
+            yield opened
+        finally:
+            if self._open is opened:
+                self.end_step()
+
+    @property
+    def current_step(self) -> Step | None:
+        return self._open
+
+    # --- events ------------------------------------------------------------------------------
+    def record(
+        self,
+        kind: SyncKind,
+        api: str,
+        *,
+        site: CallSite | None = None,
+        blocked_s: float = 0.0,
+        detail: str = "",
+    ) -> SyncEvent:
+        if site is None:
+            site = caller_site(skip=2)
+        with self._lock:
+            step = self._open
+            event = SyncEvent(
+                kind=SyncKind(kind),
+                api=api,
+                site=site,
+                step=step.index if step else None,
+                step_kind=step.kind if step else StepKind.OUTSIDE,
+                blocked_s=blocked_s,
+                detail=detail,
+            )
+            (step.events if step else self.outside).append(event)
+        return event
+
+    @property
+    def events(self) -> list[SyncEvent]:
+        with self._lock:
+            return [e for s in self.steps for e in s.events] + list(self.outside)
+
+    def counts(self, step_kind: StepKind | None = None) -> dict[str, int]:
+        """Totals by sync kind; all events, or only those inside steps of ``step_kind``."""
+        events = self.events if step_kind is None else [
+            e for s in self.steps if s.kind == step_kind for e in s.events
+        ]
+        return dict(Counter(e.kind.value for e in events))
+
+    def blocked_seconds(self) -> float:
+        return sum(e.blocked_s for e in self.events)
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "steps": [s.to_json() for s in self.steps],
+                "outside": [e.to_json() for e in self.outside],
+                "counts": self.counts(),
+            }
+
+
+def _with_step(event: SyncEvent, step: Step) -> SyncEvent:
+    return SyncEvent(
+        kind=event.kind,
+        api=event.api,
+        site=event.site,
+        step=step.index,
+        step_kind=step.kind,
+        blocked_s=event.blocked_s,
+        detail=event.detail,
+    )
+
+
+class JsonlJournal:
+    """Appends each finished step as one JSON line and flushes it at once.
+
+    vLLM kills its EngineCore and worker processes at shutdown, so nothing may wait for atexit.
+    """
+
+    def __init__(self, path: str, header: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        if header is not None:
+            self._write({"type": "header", **header})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
+            self._fh.flush()
+
+    def __call__(self, step: Step) -> None:
+        self._write({"type": "step", **step.to_json()})
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def read_journal(path: str) -> tuple[dict[str, Any], list[Step]]:
+    """Read a journal back: its header (or ``{}``) and its steps. A torn last line is ignored."""
+    header: dict[str, Any] = {}
+    steps: list[Step] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the process was killed mid-write
+            if obj.get("type") == "header":
+                header = obj
+            elif obj.get("type") == "step":
+                steps.append(Step.from_json(obj))
+    return header, steps

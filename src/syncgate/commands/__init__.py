@@ -1,0 +1,1 @@
+"""One module per ``syncgate`` subcommand: argument wiring and printing only, no logic."""
