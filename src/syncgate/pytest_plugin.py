@@ -3,12 +3,14 @@
 - ``fake_accelerator``: a simulated CUDA accelerator installed for one test (``npu`` flavour via
   ``@pytest.mark.parametrize("fake_accelerator", ["npu"], indirect=True)``).
 - ``sync_audit``: the ledger of that accelerator.
+- ``ascend_before_source``: the extracted vllm-ascend 0.23.0.post1 sdist (cached; skips if absent).
 - ``--syncgate-device``: the device profile serve-level tests run against (default ``cpu``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +47,15 @@ def fake_accelerator(request: pytest.FixtureRequest) -> Iterator[object]:
 def sync_audit(fake_accelerator: object) -> object:
     """The sync ledger of ``fake_accelerator``."""
     return fake_accelerator.ledger  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def ascend_before_source() -> Path:
+    """Source root of vllm-ascend 0.23.0.post1 (before PR #13382); skips when it cannot be had."""
+    from syncgate.errors import EnvironmentProblem
+    from syncgate.upstream_sources import ascend_sdist
+
+    try:
+        return ascend_sdist("0.23.0.post1")
+    except EnvironmentProblem as exc:
+        pytest.skip(f"vllm-ascend 0.23.0.post1 sdist unavailable: {exc}")
