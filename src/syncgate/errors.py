@@ -85,3 +85,7 @@ class UnsupportedLayoutError(SyncgateError):
 
 class LogParseError(SyncgateError):
     """A CI log or report file cannot be read as any supported format."""
+
+
+class AuditDirError(SyncgateError):
+    """A live-audit directory is missing, empty, or holds a journal that cannot be read."""
