@@ -24,12 +24,13 @@ Example::
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from syncgate.audit.events import SYNC_KINDS, StepKind, SyncEvent
 from syncgate.errors import BudgetError

@@ -1,0 +1,161 @@
+"""The simulated accelerator: one clock, one ledger, pinned-memory bookkeeping, sync debug mode.
+
+Only one simulated accelerator is active per process, as with a real device context; the
+torch-facing stream, event and tensor types find it through :func:`active`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from syncgate.audit.events import SyncKind
+from syncgate.audit.ledger import Ledger
+from syncgate.errors import SimulatorError, SimulatorInactiveError
+from syncgate.fakedev.streams import Clock, LatencyModel, Marker, SimStream
+
+FLAVOURS = ("cuda", "npu")
+_SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+# What torch's own sync debug mode flags (c10 memcpy_and_sync and stream_synchronize); it is
+# blind to device synchronize, event synchronize and pageable non_blocking copies.
+_DEBUG_MODE_SEES = frozenset({SyncKind.BLOCKING_READBACK, SyncKind.BLOCKING_COPY, SyncKind.STREAM_SYNC})
+
+_ACTIVE: SimulatedAccelerator | None = None
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One non-blocking device operation: ``op`` on ``stream`` (``other``: the stream waited on)."""
+
+    op: str  # event_record | wait_stream | wait_event | copy_d2h_async | copy_h2d_async
+    stream: str
+    other: str = ""
+
+
+def active() -> SimulatedAccelerator:
+    """The accelerator now installed; a clear error when there is none."""
+    if _ACTIVE is None:
+        raise SimulatorInactiveError(
+            "simulated accelerator used outside its context (use syncgate.fakedev.simulated_accelerator)"
+        )
+    return _ACTIVE
+
+
+class SimulatedAccelerator:
+    """State of one simulated device; the object ``simulated_accelerator()`` yields."""
+
+    def __init__(self, flavour: str, ledger: Ledger | None, latency: LatencyModel) -> None:
+        if flavour not in FLAVOURS:
+            raise SimulatorError(f"unknown accelerator flavour {flavour!r} (expected cuda or npu)")
+        self.flavour = flavour
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.latency = latency
+        self.device = torch.device(flavour, 0)
+        self.clock = Clock(latency, self.device)
+        self.sync_debug_mode = 0
+        self._pinned: dict[int, Any] = {}  # storage data_ptr -> storage, kept alive while active
+        self.activity: list[Activity] = []
+        self.closed = False
+
+    # --- activation ------------------------------------------------------------------------
+    def activate(self) -> None:
+        global _ACTIVE
+        if _ACTIVE is not None:
+            raise SimulatorError("a simulated accelerator is already active; they do not nest")
+        _ACTIVE = self
+
+    def deactivate(self) -> None:
+        global _ACTIVE
+        if _ACTIVE is self:
+            _ACTIVE = None
+        self.closed = True
+        self._pinned.clear()
+
+    def check_open(self) -> None:
+        if self.closed or _ACTIVE is not self:
+            raise SimulatorInactiveError(
+                "simulated stream, event or tensor used after its accelerator context closed"
+            )
+
+    def note(self, op: str, stream: SimStream, other: SimStream | None = None) -> None:
+        """Remember non-blocking device work, so checks can ask what ran where and in which order."""
+        self.activity.append(Activity(op, self.stream_label(stream), self.stream_label(other)))
+
+    def stream_label(self, stream: SimStream | None) -> str:
+        if stream is None:
+            return ""
+        if stream is self.clock.default_stream:
+            return "default"
+        return f"stream{self.clock.streams.index(stream)}"
+
+    def activity_of(self, op: str) -> list[Activity]:
+        return [a for a in self.activity if a.op == op]
+
+    # --- public helpers --------------------------------------------------------------------
+    def device_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        """A device copy of the host tensor ``t`` (no sync is recorded: this is test set-up)."""
+        from syncgate.fakedev.tensors import as_device
+
+        self.check_open()
+        with torch._C.DisableTorchFunctionSubclass():
+            data = t.detach().clone()
+        return as_device(data)
+
+    def enqueue_work(self, seconds: float, stream: SimStream | None = None) -> Marker:
+        """Queue ``seconds`` of opaque device work (a kernel, a KV-cache transfer)."""
+        self.check_open()
+        target = stream if stream is not None else self.clock.current_stream()
+        return self.clock.enqueue(_raw_stream(target), seconds)
+
+    @property
+    def host_time(self) -> float:
+        return self.clock.host_time
+
+    def is_pinned(self, t: torch.Tensor) -> bool:
+        with torch._C.DisableTorchFunctionSubclass():
+            if t.device.type != "cpu":
+                return False
+            return t.untyped_storage().data_ptr() in self._pinned
+
+    def mark_pinned(self, t: torch.Tensor) -> torch.Tensor:
+        with torch._C.DisableTorchFunctionSubclass():
+            storage = t.untyped_storage()
+            self._pinned[storage.data_ptr()] = storage
+        return t
+
+    # --- syncs -----------------------------------------------------------------------------
+    def record_sync(self, kind: SyncKind, api: str, blocked_s: float, detail: str = "") -> None:
+        """Put one host wait in the ledger, and tell torch-style sync debug mode about it."""
+        if self.sync_debug_mode and kind in _DEBUG_MODE_SEES:
+            message = f"called a synchronizing {self.flavour.upper()} operation"
+            if self.sync_debug_mode == 2:
+                raise RuntimeError(message)
+            warnings.warn(message, UserWarning, stacklevel=4)
+        self.ledger.record(kind, api, blocked_s=blocked_s, detail=detail, site=_site())
+
+    def set_sync_debug_mode(self, mode: int | str) -> None:
+        if isinstance(mode, str):
+            if mode not in _SYNC_DEBUG_MODES:
+                raise RuntimeError(
+                    "invalid value of debug_mode, expected one of `default`, `warn`, `error`"
+                )
+            mode = _SYNC_DEBUG_MODES[mode]
+        if mode not in (0, 1, 2):
+            raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2")
+        self.sync_debug_mode = int(mode)
+
+
+def _raw_stream(stream: object) -> SimStream:
+    raw = getattr(stream, "_sim", stream)
+    if not isinstance(raw, SimStream):
+        raise SimulatorError(f"not a simulated stream: {stream!r}")
+    return raw
+
+
+def _site() -> Any:
+    from syncgate.audit.events import caller_site
+
+    return caller_site(skip=3)

@@ -1,0 +1,69 @@
+"""What a probe found."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncgate.audit.events import SyncEvent
+
+
+class ProblemCode(str, enum.Enum):
+    WRONG_VALUES = "wrong_values"  # the host read poison or someone else's rows
+    RAISED = "raised"  # the method raised (e.g. a batch that does not fit the buffer)
+    BLOCKING_READBACK = "blocking_readback"  # a device tensor was read synchronously
+    UNEXPECTED_SYNC = "unexpected_sync"  # a device/stream sync or an extra event wait
+    BLOCKING_COPY = "blocking_copy"  # a copy the host had to wait for
+    MISSING_TRANSFER = "missing_transfer"  # no async copy, or no event recorded after it
+    WRONG_STREAM = "wrong_stream"  # work on the wrong stream, or without the cross-stream wait
+    BUFFER_TOO_SMALL = "buffer_too_small"
+    BUFFER_WASTE = "buffer_waste"
+    NOT_PINNED = "not_pinned"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: ProblemCode
+    message: str
+    site: str = ""
+
+    def __str__(self) -> str:
+        where = f" at {self.site}" if self.site else ""
+        return f"{self.code.value}: {self.message}{where}"
+
+
+@dataclass
+class ProbeResult:
+    """The outcome of one probe: problems (none means pass), sync counts, and what it returned."""
+
+    name: str
+    problems: list[Problem] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    events: list[SyncEvent] = field(default_factory=list)
+    value: Any = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    @property
+    def codes(self) -> set[ProblemCode]:
+        return {p.code for p in self.problems}
+
+    def add(self, code: ProblemCode, message: str, site: str = "") -> None:
+        self.problems.append(Problem(code, message, site))
+
+    def describe(self) -> str:
+        if self.passed:
+            return f"{self.name}: ok {self.counts}"
+        return f"{self.name}: " + "; ".join(str(p) for p in self.problems)
+
+
+def count_kinds(events: Iterable[SyncEvent]) -> dict[str, int]:
+    return dict(Counter(e.kind.value for e in events))
