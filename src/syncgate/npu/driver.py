@@ -1,0 +1,182 @@
+"""Drive loaded runner methods through planned steps, the way ``execute_model`` orders them.
+
+One step: the parent's bookkeeping, ``_update_seq_lens_cpu`` at the start of ``prepare_inputs``,
+the forward pass (opaque device work on the main stream), then ``postprocess_sampled`` after
+sampling. Each step is a ledger step, and device-to-host copies issued inside it are counted
+separately: the ledger holds host waits, and an asynchronous copy is not one, yet the seed-3
+property forbids it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from syncgate.audit.events import CallSite, SyncKind, caller_site
+from syncgate.fakedev import SimulatedAccelerator, is_device, simulated_accelerator
+from syncgate.npu.harness import bind, cuda_mapped_to_npu
+from syncgate.npu.scheduler import Action, PlannedStep, ToyScheduler
+from syncgate.npu.state import RunnerSpec, runner_state
+
+FORWARD_S = 2e-3  # simulated forward pass, long enough that a wait on it shows as blocked time
+_D2H_FUNCS = (torch.Tensor.copy_, torch.Tensor.to, torch.Tensor.cpu)
+
+
+@dataclass
+class StepRecord:
+    """What one step did and what it should have produced."""
+
+    index: int
+    speculative: bool
+    req_ids: list[str]
+    seq_lens: list[int]
+    expected: list[int]
+    counts: dict[str, int]
+    d2h_copies: list[CallSite] = field(default_factory=list)
+
+    @property
+    def event_syncs(self) -> int:
+        return self.counts.get(SyncKind.EVENT_SYNC.value, 0)
+
+    @property
+    def matches(self) -> bool:
+        return self.seq_lens == self.expected
+
+
+class D2HWatch(TorchFunctionMode):
+    """Notes each copy from a device tensor to host memory, blocking or not, with its call site."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: list[CallSite] = []
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if func in _D2H_FUNCS and _is_d2h(func, args, kwargs):
+            self.sites.append(caller_site())
+        return func(*args, **kwargs)
+
+
+def _is_d2h(func: Any, args: tuple, kwargs: dict) -> bool:
+    if func is torch.Tensor.copy_:
+        return is_device(args[1]) and not is_device(args[0])
+    if not is_device(args[0]):
+        return False
+    if func is torch.Tensor.cpu:
+        return True
+    target = kwargs.get("device", args[1] if len(args) > 1 else None)
+    return str(getattr(target, "type", target)) == "cpu"
+
+
+@contextmanager
+def watch_d2h() -> Iterator[D2HWatch]:
+    with D2HWatch() as watch:
+        yield watch
+
+
+def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> StepRecord:
+    """Run one planned step on ``runner`` (a bound harness class) inside a ledger step."""
+    n = len(planned.req_ids)
+    with cuda_mapped_to_npu(), acc.ledger.step(planned.kind) as step, watch_d2h() as watch:
+        runner.apply_scheduler_output(planned.step)
+        runner._update_seq_lens_cpu(planned.step, list(planned.req_ids))
+        seq_lens = runner.input_buffers.seq_lens_np[:n].tolist()
+        slots = [runner.req_states.req_id_to_index[r] for r in planned.req_ids]
+        acc.enqueue_work(FORWARD_S)
+        query_start = [0]
+        for count in planned.num_scheduled:
+            query_start.append(query_start[-1] + count)
+        width = 1 + runner.num_speculative_steps
+        runner.postprocess_sampled(
+            acc.device_tensor(torch.tensor(slots, dtype=torch.int32)),
+            acc.device_tensor(torch.zeros((n, width), dtype=torch.int64)),
+            acc.device_tensor(torch.ones(n, dtype=torch.int32)),
+            acc.device_tensor(torch.tensor(planned.num_rejected, dtype=torch.int32)),
+            acc.device_tensor(torch.tensor(query_start, dtype=torch.int32)),
+        )
+    return StepRecord(
+        index=step.index,
+        speculative=runner.speculator is not None,
+        req_ids=list(planned.req_ids),
+        seq_lens=seq_lens,
+        expected=planned.expected_seq_lens,
+        counts=step.counts(),
+        d2h_copies=list(watch.sites),
+    )
+
+
+def read_device_counts(runner: Any) -> dict[str, int]:
+    """Device-true ``num_computed_tokens`` per slotted request; a readback, so call it between
+    steps (the ledger files it outside any step)."""
+    values = runner.req_states.num_computed_tokens.gpu.tolist()
+    return {req_id: values[slot] for req_id, slot in runner.req_states.req_id_to_index.items()}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One breach of the seed-3 property: ``rule`` is ``a``, ``b`` or ``c`` (see ``check_seed3``)."""
+
+    rule: str
+    step: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"({self.rule}) step {self.step}: {self.detail}"
+
+
+@dataclass
+class ScenarioResult:
+    records: list[StepRecord]
+    device_counts: dict[str, int]  # read back after the last step
+    truth: dict[str, int]  # what the scheduler model says the device should hold
+
+
+def run_scenario(
+    runner_cls: type, spec: RunnerSpec, actions: Iterable[Action]
+) -> ScenarioResult:
+    """Run ``actions`` through a fresh runner of ``runner_cls`` on a fresh simulated NPU."""
+    scheduler = ToyScheduler(spec.max_num_reqs, spec.num_speculative_steps)
+    records: list[StepRecord] = []
+    with simulated_accelerator("npu") as acc:
+        runner = bind(runner_cls, runner_state(spec))
+        for action in actions:
+            planned = scheduler.apply(action)
+            if planned is not None:
+                records.append(run_step(acc, runner, planned))
+        device_counts = read_device_counts(runner)
+    return ScenarioResult(records, device_counts, scheduler.device_truth())
+
+
+def check_seed3(records: Iterable[StepRecord]) -> list[Violation]:
+    """The seed-3 property, step by step:
+
+    (a) without speculation, no event synchronize and no device-to-host copy;
+    (b) ``seq_lens_cpu`` equals the device-true computed tokens plus the scheduled ones;
+    (c) with speculation, the copy and the wait do happen.
+    """
+    found: list[Violation] = []
+    for rec in records:
+        if not rec.speculative:
+            if rec.event_syncs:
+                found.append(Violation("a", rec.index, f"{rec.event_syncs} event synchronize"))
+            if rec.d2h_copies:
+                where = ", ".join(str(s) for s in rec.d2h_copies)
+                found.append(Violation("a", rec.index, f"device-to-host copy at {where}"))
+        elif not (rec.event_syncs and rec.d2h_copies):
+            found.append(Violation(
+                "c", rec.index,
+                f"{rec.event_syncs} event syncs, {len(rec.d2h_copies)} D2H copies with speculation",
+            ))
+        if not rec.matches:
+            found.append(Violation(
+                "b", rec.index, f"seq_lens {rec.seq_lens} != device-true {rec.expected}"
+                f" for {rec.req_ids}",
+            ))
+    return found

@@ -1,0 +1,1 @@
+"""syncgate fixture package (not upstream code)."""
