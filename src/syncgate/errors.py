@@ -89,3 +89,7 @@ class LogParseError(SyncgateError):
 
 class AuditDirError(SyncgateError):
     """A live-audit directory is missing, empty, or holds a journal that cannot be read."""
+
+
+class RequestError(ServerError):
+    """An HTTP request to a running server failed or returned something unusable."""
