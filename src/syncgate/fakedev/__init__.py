@@ -36,11 +36,6 @@ def simulated_accelerator(
 ) -> Iterator[SimulatedAccelerator]:
     """Install a simulated ``flavour`` device over torch; restore torch on exit, also on errors."""
     acc = SimulatedAccelerator(flavour, ledger, latency or LatencyModel())
-    if flavour == "npu":
-        from syncgate.fakedev.surface import _ensure_npu_device_name
-
-        _ensure_npu_device_name()
-        acc.device = acc.clock.device = __import__("torch").device("npu", 0)
     acc.activate()
     patches = Patches()
     try:

@@ -53,6 +53,9 @@ class SimulatedAccelerator:
         self.flavour = flavour
         self.ledger = ledger if ledger is not None else Ledger()
         self.latency = latency
+        if flavour == "npu" and torch._C._get_privateuse1_backend_name() == "privateuseone":
+            # torch.device("npu") needs the private-use backend named "npu", as torch_npu does.
+            torch.utils.rename_privateuse1_backend("npu")
         self.device = torch.device(flavour, 0)
         self.clock = Clock(latency, self.device)
         self.sync_debug_mode = 0

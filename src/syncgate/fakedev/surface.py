@@ -319,12 +319,6 @@ class Patches:
                 setattr(obj, name, old)
 
 
-def _ensure_npu_device_name() -> None:
-    """``torch.device("npu")`` needs the private-use backend named "npu" (as torch_npu does)."""
-    if torch._C._get_privateuse1_backend_name() == "privateuseone":
-        torch.utils.rename_privateuse1_backend("npu")
-
-
 def install(acc: SimulatedAccelerator, patches: Patches) -> FactoryMode:
     """Swap the simulator in over torch's device surface; returns the factory mode to enter."""
     DeviceTensor._sim_device = acc.device
