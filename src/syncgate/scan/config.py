@@ -1,0 +1,98 @@
+"""The scan's name patterns (entry points, guard names, host-side names), read from TOML.
+
+They are data, not code, because every upstream rename (a new speculation flag, a new runner
+class) should be a one-line change that a reviewer can read without knowing the scanner.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from syncgate.errors import ConfigError
+
+_SCHEMA: dict[str, tuple[str, ...]] = {
+    "entries": ("classes", "methods"),
+    "guards": ("speculation", "async_scheduling", "warmup", "warmup_functions", "allowed_contexts"),
+    "values": ("host", "device"),
+}
+
+
+class Patterns:
+    """fnmatch globs compiled into one regular expression, with answers cached per name."""
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        self.globs = globs
+        self._regex = re.compile("|".join(fnmatch.translate(g) for g in globs) or "(?!)")
+        self._cache: dict[str, bool] = {}
+
+    def match(self, name: str) -> bool:
+        hit = self._cache.get(name)
+        if hit is None:
+            hit = self._cache[name] = self._regex.match(name) is not None
+        return hit
+
+
+@dataclass(frozen=True, eq=False)
+class ScanConfig:
+    entry_classes: Patterns
+    entry_methods: tuple[str, ...]
+    speculation: Patterns
+    async_scheduling: Patterns
+    warmup: Patterns
+    warmup_functions: Patterns
+    allowed_contexts: Patterns
+    host: Patterns
+    device: Patterns
+
+
+def default_config_path() -> Path:
+    return Path(str(resources.files("syncgate") / "scan" / "defaults.toml"))
+
+
+def load_config(path: str | Path | None = None) -> ScanConfig:
+    """Read and validate a scan config (the packaged defaults when ``path`` is None)."""
+    path = Path(path) if path is not None else default_config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(path, "<file>", f"cannot be read ({exc.strerror})") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(path, "<toml>", f"not valid TOML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
+    values: dict[str, tuple[str, ...]] = {}
+    for table, keys in _SCHEMA.items():
+        section = data.get(table)
+        if not isinstance(section, dict):
+            raise ConfigError(source, table, "missing table")
+        unknown = set(section) - set(keys)
+        if unknown:
+            raise ConfigError(source, f"{table}.{sorted(unknown)[0]}", "unknown key")
+        for key in keys:
+            raw = section.get(key)
+            if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+                raise ConfigError(source, f"{table}.{key}", "must be a list of non-empty strings")
+            values[key] = tuple(raw)
+    unknown_tables = set(data) - set(_SCHEMA)
+    if unknown_tables:
+        raise ConfigError(source, sorted(unknown_tables)[0], "unknown table")
+    return ScanConfig(
+        entry_classes=Patterns(values["classes"]),
+        entry_methods=values["methods"],
+        speculation=Patterns(values["speculation"]),
+        async_scheduling=Patterns(values["async_scheduling"]),
+        warmup=Patterns(values["warmup"]),
+        warmup_functions=Patterns(values["warmup_functions"]),
+        allowed_contexts=Patterns(values["allowed_contexts"]),
+        host=Patterns(values["host"]),
+        device=Patterns(values["device"]),
+    )

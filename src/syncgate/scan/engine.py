@@ -1,0 +1,350 @@
+"""The scan: index the sources, learn attribute facts, walk every function, search the call graph.
+
+For each runner class (a class matching the entry-class patterns that has an entry method), the
+call graph is followed from its entry methods through ``self.`` calls (resolved in that class's
+MRO, so overrides win), ``super()`` calls, module functions and constructors of scanned classes.
+Each sync site gets the weakest guard over all paths to it (a path is as guarded as its
+strongest condition): one unguarded path is enough to put the sync on the protected loop.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncgate.audit.budgets import AllowRule
+from syncgate.errors import ScanError
+from syncgate.scan.config import ScanConfig, load_config
+from syncgate.scan.guards import Guard, GuardEvaluator
+from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
+from syncgate.scan.sources import ClassInfo, FunctionInfo, Problem, SourceIndex, build_index
+from syncgate.scan.values import Facts, Pin, Place, ValueModel
+
+Node = tuple[ClassInfo | None, FunctionInfo]
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    line: int
+    qualname: str
+    kind: str
+    api: str
+    guard: str
+    entry: str
+    path: tuple[str, ...]
+    runner: str
+    symbol: str
+    code: str
+    conditions: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def gates(self) -> bool:
+        """True when this sync fails the gate (unguarded and not allow-listed)."""
+        return self.guard == Guard.NONE.value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "qualname": self.qualname,
+            "kind": self.kind,
+            "api": self.api,
+            "guard": self.guard,
+            "entry": self.entry,
+            "path": list(self.path),
+            "runner": self.runner,
+            "symbol": self.symbol,
+            "code": self.code,
+            "conditions": list(self.conditions),
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding]
+    files: int
+    lines: int
+    entries: list[str]
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.gates]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failing else 0
+
+
+def scan(
+    paths: Sequence[str],
+    entries: Sequence[str] = (),
+    allow: Sequence[AllowRule] = (),
+    config: ScanConfig | None = None,
+) -> ScanResult:
+    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
+    config = config or load_config()
+    index = build_index(list(paths))
+    if not index.modules:
+        detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
+        raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
+    analysis = _Analysis(index, config)
+    roots, warnings = _entry_points(index, config, entries)
+    if not roots:
+        raise ScanError(
+            "no entry point found in the scanned files" + (f" ({warnings[0]})" if warnings else "")
+        )
+    findings: list[Finding] = []
+    for runner, methods in roots:
+        findings.extend(analysis.search(runner, methods, allow))
+    findings.sort(key=lambda f: (f.runner, f.entry, f.file, f.line, f.api))
+    return ScanResult(
+        findings=findings,
+        files=len(index.modules),
+        lines=index.lines,
+        entries=[f"{r.symbol}.{m.name}" for r, ms in roots for m in ms],
+        problems=index.problems,
+        skipped=index.skipped,
+        warnings=warnings,
+    )
+
+
+def _entry_points(
+    index: SourceIndex, config: ScanConfig, requested: Sequence[str]
+) -> tuple[list[tuple[ClassInfo, list[FunctionInfo]]], list[str]]:
+    """(runner class, entry methods in order) pairs, and warnings for entries not found."""
+    warnings: list[str] = []
+    runners = [c for c in index.classes if config.entry_classes.match(c.name)]
+    wanted: list[tuple[str | None, str]] = []
+    for spec in requested:
+        cls_name, _, method = spec.rpartition(".")
+        wanted.append((cls_name or None, method))
+    if not wanted:
+        wanted = [(None, m) for m in config.entry_methods]
+    roots: dict[int, tuple[ClassInfo, list[FunctionInfo]]] = {}
+    for cls_name, method in wanted:
+        pool = runners if cls_name is None else [c for c in index.classes if c.name == cls_name]
+        if cls_name is not None and not pool:
+            near = difflib.get_close_matches(cls_name, sorted({c.name for c in index.classes}))
+            warnings.append(f"entry {cls_name}.{method}: no class {cls_name}" + _nearest(near))
+            continue
+        hits = [(c, index.lookup(c, method)) for c in pool]
+        found = [(c, f) for c, f in hits if f is not None]
+        if not found and requested:
+            names = sorted({m for c in pool for k in index.mro(c) for m in k.methods})
+            near = difflib.get_close_matches(method, names)
+            where = cls_name or "the runner classes"
+            warnings.append(f"entry {where}.{method}: no such method" + _nearest(near))
+        for cls, function in found:
+            entry = roots.setdefault(id(cls), (cls, []))
+            if function not in entry[1]:
+                entry[1].append(function)
+    return list(roots.values()), warnings
+
+
+def _nearest(names: list[str]) -> str:
+    return f"; nearest: {', '.join(names)}" if names else ""
+
+
+class _Analysis:
+    """Per-function facts (computed once) and the per-runner graph search."""
+
+    def __init__(self, index: SourceIndex, config: ScanConfig) -> None:
+        self.index = index
+        self.config = config
+        # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
+        learn = self._walker(Facts())
+        methods = [m for c in index.classes for m in c.methods.values()]
+        assignments = [a for fn in methods for a in learn.walk(fn.node, sites=False).assignments]
+        # pass 2, on demand: sites and calls of the functions the search reaches
+        self._walker_with_facts = self._walker(_attribute_facts(assignments))
+        self._facts: dict[int, FunctionFacts] = {}
+        self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard, int]]] = {}
+
+    def facts(self, function: FunctionInfo) -> FunctionFacts:
+        found = self._facts.get(id(function))
+        if found is None:
+            found = self._facts[id(function)] = self._walker_with_facts.walk(function.node)
+        return found
+
+    def _walker(self, facts: Facts) -> FunctionWalker:
+        values = ValueModel(self.config, facts)
+        return FunctionWalker(self.config, values, GuardEvaluator(self.config, facts))
+
+    def _warmup(self, function: FunctionInfo) -> bool:
+        return self.config.warmup_functions.match(function.name)
+
+    def _edges(self, node: Node) -> list[tuple[Node, Guard, int]]:
+        cache_key = (id(node[0]), id(node[1]))
+        cached = self._edge_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        ctx, function = node
+        edges: list[tuple[Node, Guard, int]] = []
+        self._edge_cache[cache_key] = edges
+        for call in self.facts(function).calls:
+            target = self._resolve(ctx, function, call)
+            if target is None:
+                continue
+            guard = strongest(call.conditions)
+            if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
+                guard = Guard.WARMUP
+            edges.append((target, guard, call.line))
+        return edges
+
+    def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> Node | None:
+        if call.how == "self":
+            found = self.index.lookup(ctx, call.name) if ctx else None
+            return (ctx, found) if found else None
+        if call.how == "super":
+            if ctx is None or function.owner is None:
+                return None
+            found = self.index.lookup(ctx, call.name, after=function.owner)
+            return (ctx, found) if found else None
+        module_function = self.index.resolve_function(function.module, call.name)
+        if module_function is not None:
+            return (None, module_function)
+        cls = self.index.resolve_class(function.module, call.name)
+        if cls is not None:
+            init = self.index.lookup(cls, "__init__")
+            return (cls, init) if init else None
+        return None
+
+    def search(
+        self, runner: ClassInfo, entries: list[FunctionInfo], allow: Sequence[AllowRule]
+    ) -> list[Finding]:
+        """Sync sites reachable from ``runner``'s entries: one finding per site and caller.
+
+        A helper such as ``_sync_device`` is reported once for each function that calls it, so
+        the prompt-logprobs wait and the pooling wait stay two findings with their own guards.
+        """
+        reached: dict[tuple[int, int], tuple[Guard, list[Node], FunctionInfo]] = {}
+        for threshold in Guard:  # weakest first: the first threshold that reaches a node wins
+            for entry in entries:
+                for key, path in self._bfs((runner, entry), threshold).items():
+                    reached.setdefault(key, (threshold, path, entry))
+        best: dict[tuple[int, int | None], tuple[Guard, list[Node], FunctionInfo]] = {}
+
+        def offer(caller: FunctionInfo | None, guard: Guard, path: list[Node], entry: FunctionInfo):
+            key = (id(path[-1][1]), id(caller) if caller else None)
+            if key not in best or guard.rank < best[key][0].rank:
+                best[key] = (guard, path, entry)
+
+        for threshold, path, entry in reached.values():
+            if len(path) == 1:
+                offer(None, threshold, path, entry)
+            for target, edge_guard, _line in self._edges(path[-1]):
+                if self.facts(target[1]).sites:
+                    guard = max(threshold, edge_guard, key=lambda g: g.rank)
+                    offer(path[-1][1], guard, [*path, target], entry)
+        called = {function for function, caller in best if caller is not None}
+        weakest: dict[int, int] = {}
+        for (function_id, _caller), (guard, _path, _entry) in best.items():
+            weakest[function_id] = min(weakest.get(function_id, guard.rank), guard.rank)
+        findings = []
+        for (function_id, caller), (threshold, path, entry) in best.items():
+            if caller is None and function_id in called:
+                continue  # an entry that another entry calls: reported with its caller
+            if threshold.rank > weakest[function_id]:
+                continue  # a more guarded route to a function that is reached less guarded
+            function = path[-1][1]
+            for site in self.facts(function).sites:
+                guards = [threshold, strongest(site.conditions)]
+                if self._warmup(function):
+                    guards.append(Guard.WARMUP)
+                guard = max(guards, key=lambda g: g.rank)
+                findings.append(self._finding(runner, entry, path, site, guard, allow))
+        return findings
+
+    def _bfs(self, start: Node, threshold: Guard) -> dict[tuple[int, int], list[Node]]:
+        """Shortest paths from ``start`` using only edges no stronger than ``threshold``."""
+        def key(node: Node) -> tuple[int, int]:
+            return (id(node[0]), id(node[1]))
+
+        paths = {key(start): [start]}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for target, guard, _line in self._edges(node):
+                if guard.rank > threshold.rank or key(target) in paths:
+                    continue
+                paths[key(target)] = [*paths[key(node)], target]
+                queue.append(target)
+        return paths
+
+    def _finding(
+        self,
+        runner: ClassInfo,
+        entry: FunctionInfo,
+        path: list[Node],
+        site: Site,
+        guard: Guard,
+        allow: Sequence[AllowRule],
+    ) -> Finding:
+        function = path[-1][1]
+        kind = site.kind.value
+        reason = ""
+        if guard is Guard.NONE:
+            symbols = [function.symbol, *(n[1].symbol for n in path)]
+            rule = next(
+                (r for r in allow if any(r.matches_symbol(s, kind) for s in symbols)), None
+            )
+            if rule is not None:
+                guard, reason = Guard.ALLOWED, rule.reason
+        conditions = [f"L{c.line}: {c.text}" for c in site.conditions if c.truth.value is not None]
+        lines = function.module.lines
+        code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""
+        return Finding(
+            file=function.module.display,
+            line=site.line,
+            qualname=function.qualname,
+            kind=kind,
+            api=site.api,
+            guard=guard.value,
+            entry=f"{runner.name}.{entry.name}",
+            path=tuple(node[1].qualname for node in path),
+            runner=runner.symbol,
+            symbol=function.symbol,
+            code=code,
+            conditions=tuple(conditions),
+            reason=reason,
+        )
+
+
+def _attribute_facts(assignments: list[Assignment]) -> Facts:
+    """Facts about ``self.<attr>`` that hold for every non-None assignment of that name."""
+    by_attr: dict[str, list[Assignment]] = {}
+    for assignment in assignments:
+        by_attr.setdefault(assignment.attr, []).append(assignment)
+    facts = Facts()
+    for attr, group in by_attr.items():
+        places = {a.place for a in group}
+        if len(places) == 1 and Place.UNKNOWN not in places:
+            facts.place[attr] = places.pop()
+        pins = {a.pin for a in group} - {Pin.UNKNOWN}
+        if len(pins) == 1:
+            facts.pin[attr] = pins.pop()
+        kinds = {a.kind for a in group}
+        if len(kinds) == 1 and None not in kinds:
+            facts.kind[attr] = kinds.pop()
+        presence = {_presence(a) for a in group}
+        if len(presence) == 1 and None not in presence:
+            facts.presence[attr] = presence.pop()
+    return facts
+
+
+def _presence(assignment: Assignment) -> tuple[bool, str] | None:
+    """(present in the protected configuration?, category) of the first decided condition."""
+    for condition in assignment.conditions:
+        truth = condition.truth
+        if truth.value is not None and truth.guard is not None:
+            return (truth.value, truth.guard.value)
+    return None

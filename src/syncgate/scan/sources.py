@@ -1,0 +1,278 @@
+"""Find, read and parse the scanned files; index their classes, methods and functions.
+
+Nothing is imported: the runners need CUDA, torch_npu or a whole vLLM install to import, and a
+scan must work on a bare source tree of any version. Base classes are resolved by name through
+each module's imports, so ``class NPUModelRunner(GPUModelRunner)`` in vllm-ascend links to
+vLLM's class when both trees are scanned together.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from syncgate.errors import ScanError
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(eq=False)
+class SourceModule:
+    path: Path
+    display: str  # the path as reported (relative to the working directory when below it)
+    name: str  # dotted module name, from the enclosing packages
+    tree: ast.Module
+    lines: list[str]
+    # local name -> (module, attribute) for ``from M import A as local``; (module, "") for imports
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    module: SourceModule
+    node: ast.ClassDef
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    bases: list[ClassInfo] = field(default_factory=list)
+
+    @property
+    def symbol(self) -> str:
+        return f"{self.module.name}:{self.name}"
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    name: str
+    qualname: str  # ``Class.method`` or ``function``
+    module: SourceModule
+    node: FunctionNode
+    owner: ClassInfo | None = None
+
+    @property
+    def symbol(self) -> str:
+        """``module:qualname``, the form budget allow-lists match."""
+        return f"{self.module.name}:{self.qualname}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that was not scanned, and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass
+class SourceIndex:
+    modules: list[SourceModule] = field(default_factory=list)
+    classes: list[ClassInfo] = field(default_factory=list)
+    functions: dict[tuple[str, str], FunctionInfo] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    lines: int = 0
+    _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
+
+    def mro(self, cls: ClassInfo) -> list[ClassInfo]:
+        """Depth-first, left-to-right, duplicates after their first occurrence removed.
+
+        Close enough to C3 for runner hierarchies (single inheritance plus mixins).
+        """
+        order: list[ClassInfo] = []
+        stack = [cls]
+        seen: set[int] = set()
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            order.append(current)
+            stack.extend(reversed(current.bases))
+        return order
+
+    def lookup(
+        self, cls: ClassInfo, method: str, after: ClassInfo | None = None
+    ) -> FunctionInfo | None:
+        """Resolve ``self.method`` (or ``super().method`` when ``after`` is the defining class)."""
+        chain = self.mro(cls)
+        if after is not None:
+            position = next((i for i, c in enumerate(chain) if c is after), None)
+            if position is None:
+                return None
+            chain = chain[position + 1 :]
+        for candidate in chain:
+            found = candidate.methods.get(method)
+            if found is not None:
+                return found
+        return None
+
+    def resolve_class(self, module: SourceModule, name: str) -> ClassInfo | None:
+        """A class named in ``module`` (directly, via an import, or as a dotted path)."""
+        if not self._by_module:
+            self._by_module = {(c.module.name, c.name): c for c in self.classes}
+        return self._resolve(module, name, self._by_module)
+
+    def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
+        target = module.imports.get(name)
+        if target is not None and target[1]:
+            return self.functions.get(target)
+        return self.functions.get((module.name, name))
+
+    def _resolve(
+        self, module: SourceModule, dotted: str, table: dict[tuple[str, str], ClassInfo]
+    ) -> ClassInfo | None:
+        head, _, rest = dotted.partition(".")
+        imported = module.imports.get(head)
+        if imported is not None:
+            mod, attr = imported
+            qualified = f"{mod}.{attr}".strip(".") if attr else mod
+            full = f"{qualified}.{rest}" if rest else qualified
+            parent, _, leaf = full.rpartition(".")
+            if (parent, leaf) in table:
+                return table[(parent, leaf)]
+        local = table.get((module.name, dotted))
+        if local is not None:
+            return local
+        leaf = dotted.rpartition(".")[2]
+        same_name = [c for c in self.classes if c.name == leaf]
+        return same_name[0] if len(same_name) == 1 else None
+
+
+def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
+    """Every ``.py`` file under the given paths; a given file is taken whatever its suffix."""
+    files: list[tuple[Path, str]] = []
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise ScanError(f"{missing[0]}: no such file or directory")
+    cwd = Path.cwd()
+    for raw in paths:
+        path = Path(raw)
+        found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in found:
+            if any(part.startswith(".") or part == "__pycache__" for part in file.parts[-3:-1]):
+                continue
+            files.append((file, _display(file, cwd)))
+    return files
+
+
+def _display(file: Path, cwd: Path) -> str:
+    try:
+        return str(file.resolve().relative_to(cwd))
+    except ValueError:
+        return str(file)
+
+
+def module_name(path: Path) -> str:
+    """Dotted name from the chain of enclosing packages (directories with ``__init__.py``)."""
+    path = path.resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    parent = path.parent
+    while (parent / "__init__.py").is_file():
+        parts.append(parent.name)
+        parent = parent.parent
+    return ".".join(reversed(parts)) or path.stem
+
+
+def build_index(paths: list[str]) -> SourceIndex:
+    index = SourceIndex()
+    seen: set[Path] = set()
+    for path, display in collect_files(paths):
+        real = path.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        module = _parse(path, display, index)
+        if module is not None:
+            index.modules.append(module)
+            index.lines += len(module.lines)
+            _index_module(module, index)
+    for cls in index.classes:
+        for base in cls.node.bases:
+            name = dotted(base)
+            resolved = index.resolve_class(cls.module, name) if name else None
+            if resolved is not None and resolved is not cls:
+                cls.bases.append(resolved)
+    return index
+
+
+def _parse(path: Path, display: str, index: SourceIndex) -> SourceModule | None:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        index.problems.append(Problem(display, f"cannot be read ({exc.strerror})"))
+        return None
+    if b"\0" in data:
+        index.skipped.append(Problem(display, "binary file"))
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        index.skipped.append(Problem(display, "not UTF-8 text"))
+        return None
+    try:
+        tree = ast.parse(text, filename=display)
+    except SyntaxError as exc:
+        index.problems.append(Problem(display, f"syntax error at line {exc.lineno}: {exc.msg}"))
+        return None
+    module = SourceModule(path, display, module_name(path), tree, text.splitlines())
+    package = module.name if path.stem == "__init__" else module.name.rpartition(".")[0]
+    for node in _imports(tree.body):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            for alias in node.names:
+                module.imports[alias.asname or alias.name] = (base, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    module.imports[alias.asname] = (alias.name, "")
+    return module
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level imports, also those under ``if TYPE_CHECKING:`` and ``try:``."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If | ast.Try):
+            for block in (node.body, node.orelse, getattr(node, "finalbody", [])):
+                found.extend(_imports(block))
+            for handler in getattr(node, "handlers", []):
+                found.extend(_imports(handler.body))
+    return found
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".") if package else []
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _index_module(module: SourceModule, index: SourceIndex) -> None:
+    for node in module.tree.body:
+        if isinstance(node, ast.ClassDef):
+            cls = ClassInfo(node.name, module, node)
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    cls.methods[item.name] = FunctionInfo(
+                        item.name, f"{node.name}.{item.name}", module, item, cls
+                    )
+            index.classes.append(cls)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            index.functions[(module.name, node.name)] = FunctionInfo(
+                node.name, node.name, module, node
+            )
+
+
+def dotted(node: ast.expr) -> str:
+    """``a.b.c`` for a Name/Attribute chain (``Generic[T]`` gives ``Generic``), else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    if isinstance(node, ast.Subscript):
+        return dotted(node.value)
+    return ""
