@@ -13,12 +13,13 @@ import difflib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from syncgate.audit.budgets import AllowRule
 from syncgate.errors import ScanError
 from syncgate.scan.config import ScanConfig, load_config
-from syncgate.scan.guards import Guard, GuardEvaluator
+from syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
 from syncgate.scan.sources import ClassInfo, FunctionInfo, Problem, SourceIndex, build_index
 from syncgate.scan.values import Facts, Pin, Place, ValueModel
@@ -264,6 +265,18 @@ class _Analysis:
                 findings.append(self._finding(runner, entry, path, site, guard, allow))
         return findings
 
+    def _path_conditions(self, path: list[Node]) -> list[Condition]:
+        """The conditions around each call on the path (the least guarded call per step)."""
+        found: list[Condition] = []
+        for caller, callee in pairwise(path):
+            calls = [
+                c for c in self.facts(caller[1]).calls
+                if self._resolve(caller[0], caller[1], c) == callee
+            ]
+            if calls:
+                found.extend(min(calls, key=lambda c: strongest(c.conditions).rank).conditions)
+        return found
+
     def _bfs(self, start: Node, threshold: Guard) -> dict[tuple[int, int], list[Node]]:
         """Shortest paths from ``start`` using only edges no stronger than ``threshold``."""
         def key(node: Node) -> tuple[int, int]:
@@ -299,7 +312,9 @@ class _Analysis:
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason
-        conditions = [f"L{c.line}: {c.text}" for c in site.conditions if c.truth.value is not None]
+        conditions = [
+            _describe(c) for c in (*self._path_conditions(path), *site.conditions)
+        ]
         lines = function.module.lines
         code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""
         return Finding(
@@ -317,6 +332,12 @@ class _Analysis:
             conditions=tuple(conditions),
             reason=reason,
         )
+
+
+def _describe(condition: Condition) -> str:
+    blocked = condition.blocks
+    tag = f" [{blocked.value}]" if blocked is not None else ""
+    return f"L{condition.line}: {condition.text}{tag}"
 
 
 def _attribute_facts(assignments: list[Assignment]) -> Facts:

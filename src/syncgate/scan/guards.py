@@ -68,8 +68,11 @@ class Condition:
     def text(self) -> str:
         if isinstance(self.source, str):
             return self.source
-        text = ast.unparse(self.source)
-        return text if self.positive else f"not ({text})"
+        if self.positive:
+            return ast.unparse(self.source)
+        if isinstance(self.source, ast.UnaryOp) and isinstance(self.source.op, ast.Not):
+            return ast.unparse(self.source.operand)
+        return f"not ({ast.unparse(self.source)})"
 
     @property
     def blocks(self) -> Guard | None:
