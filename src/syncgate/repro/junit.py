@@ -50,7 +50,7 @@ def _testcase(case: ET.Element, log: CiLog, suite: str) -> None:
     name = case.get("name", "")
     message = problem.get("message", "")
     if problem.tag == "error" and message in _COLLECTION_MESSAGES:
-        path = name.replace(".", "/") + ".py" if not classname else classname
+        path = classname if classname else name.replace(".", "/") + ".py"
         log.failures.append(CiFailure(path, Outcome.COLLECTION_ERROR, suite,
                                       detail=message, address=(classname, name)))
         return
@@ -85,6 +85,6 @@ def scan_junit(path: Path, log: CiLog) -> None:
                     if prop.get("name") == "randomly_seed" and (prop.get("value") or "").isdigit():
                         log.seed = int(prop.get("value", "0"))
     except ET.ParseError as exc:
-        if not saw_root or log.tests_seen == 0 and not log.failures:
+        if not saw_root or (log.tests_seen == 0 and not log.failures):
             raise LogParseError(f"{path}: not well-formed JUnit XML ({exc})") from exc
         log.truncated = True

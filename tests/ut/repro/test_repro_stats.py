@@ -53,5 +53,6 @@ def test_intervals_contain_the_estimate_and_stay_in_range(kn):
     cp = clopper_pearson_interval(k, n)
     assert w[0] - 1e-9 <= p <= w[1] + 1e-9
     assert cp[0] - 1e-9 <= p <= cp[1] + 1e-9
-    assert 0.0 <= cp[0] <= cp[1] <= 1.0 and 0.0 <= w[0] <= w[1] <= 1.0
+    assert 0.0 <= cp[0] <= cp[1] <= 1.0
+    assert 0.0 <= w[0] <= w[1] <= 1.0
     assert not any(math.isnan(x) for x in w + cp)
