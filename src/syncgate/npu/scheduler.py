@@ -87,6 +87,7 @@ class ToyScheduler:
     waiting: list[_Request] = field(default_factory=list)
     _gone: set[str] = field(default_factory=set)  # finished since the last step
     _preempted: set[str] = field(default_factory=set)
+    _leaving: dict[str, _Request] = field(default_factory=dict)  # still in a runner slot
     _next_id: int = 0
 
     def apply(self, action: Action) -> PlannedStep | None:
@@ -97,12 +98,14 @@ class ToyScheduler:
         elif isinstance(action, Preempt) and self.running:
             req = self.running.pop(action.pick % len(self.running))
             self._preempted.add(req.req_id)
+            self._leaving[req.req_id] = req
             self.waiting.append(
                 _Request(req.req_id, prompt_len=max(1, req.true_computed))
             )
         elif isinstance(action, Finish) and self.running:
             req = self.running.pop(action.pick % len(self.running))
             self._gone.add(req.req_id)
+            self._leaving[req.req_id] = req
         elif isinstance(action, Schedule):
             return self._schedule(action)
         return None
@@ -154,11 +157,15 @@ class ToyScheduler:
         )
         self._gone.clear()
         self._preempted.clear()
+        self._leaving.clear()
         for req in self.running:
             req.true_computed += scheduled[req.req_id] - rejected[req.req_id]
             req.pending_rejected = rejected[req.req_id]
         return planned
 
     def device_truth(self) -> dict[str, int]:
-        """The device-true count of every request that holds a slot now."""
-        return {r.req_id: r.true_computed for r in self.running if r.in_slot}
+        """The device-true count of every request the runner holds a slot for now (finished and
+        preempted ones keep theirs until the next step tells the runner)."""
+        truth = {r.req_id: r.true_computed for r in self._leaving.values()}
+        truth.update({r.req_id: r.true_computed for r in self.running if r.in_slot})
+        return truth

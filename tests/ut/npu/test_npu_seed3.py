@@ -1,0 +1,146 @@
+"""The seed-3 property (vllm-ascend #13382) on runner methods driven by scheduler sequences.
+
+(a) without speculation, no event synchronize and no device-to-host copy in any step;
+(b) ``seq_lens_cpu`` equals device-true ``num_computed_tokens`` + scheduled tokens, every step;
+(c) with speculation, the copy and the wait happen (and (b) still holds).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncgate.npu.driver import check_seed3, run_scenario
+from syncgate.npu.harness import load_runner_class
+from syncgate.npu.parent import SimulatedGPUModelRunner
+from syncgate.npu.scheduler import AddRequest, Finish, Preempt, Schedule
+from syncgate.npu.state import RunnerSpec
+
+MAX_REQS = 4
+SPEC_STEPS = 3
+
+_small = st.integers(0, 2 * MAX_REQS)
+_schedule = st.builds(
+    Schedule,
+    chunks=st.lists(st.integers(1, 12), min_size=1, max_size=3).map(tuple),
+    drafts=st.lists(st.integers(0, SPEC_STEPS), min_size=1, max_size=3).map(tuple),
+    rejects=st.lists(st.integers(0, SPEC_STEPS), min_size=1, max_size=3).map(tuple),
+    order_seed=st.integers(0, 1000),
+)
+# Schedules dominate; requests arrive, get preempted and finish in between.
+ACTIONS = st.lists(
+    st.one_of(
+        _schedule, _schedule, _schedule,
+        st.builds(AddRequest, st.integers(1, 30)),
+        st.builds(Preempt, _small),
+        st.builds(Finish, _small),
+    ),
+    min_size=4,
+    max_size=24,
+).map(lambda acts: [AddRequest(5), AddRequest(2), *acts, Schedule()])
+SPECS = st.sampled_from([RunnerSpec(MAX_REQS, 0), RunnerSpec(MAX_REQS, SPEC_STEPS)])
+
+# A fixed sequence that exercises every case a mutant could get wrong: chunked prefill, drafts
+# with rejections, a preemption and resume into another slot, a finish, a shuffled batch order.
+REVEALING = [
+    AddRequest(6), AddRequest(3), Schedule(chunks=(4,)), AddRequest(9),
+    Schedule((4,), (3,), (2,), 7), Schedule((5,), (2,), (1,), 3), Preempt(0),
+    Schedule((8,), (3,), (3,), 11), Finish(1), Schedule((3,), (1, 3), (0, 2), 5), Schedule(),
+]
+
+
+def _rules(runner_cls: type, spec: RunnerSpec, actions: list) -> set[str]:
+    result = run_scenario(runner_cls, spec, actions)
+    assert result.device_counts == result.truth  # the simulation itself agrees with the model
+    return {v.rule for v in check_seed3(result.records)}
+
+
+@settings(settings.get_profile("syncgate-npu"))
+@given(spec=SPECS, actions=ACTIONS)
+def test_after_fix_shape_holds_the_property(after_runner, spec, actions):
+    result = run_scenario(after_runner, spec, actions)
+    assert result.records, "every sequence runs at least one step"
+    assert check_seed3(result.records) == []
+    assert result.device_counts == result.truth
+
+
+@pytest.mark.needs_sdist
+@settings(settings.get_profile("syncgate-npu"))
+@given(actions=ACTIONS)
+def test_before_version_syncs_every_step_without_speculation(before_source, actions):
+    runner = load_runner_class(before_source, SimulatedGPUModelRunner)
+    result = run_scenario(runner, RunnerSpec(MAX_REQS, 0), actions)
+    violations = check_seed3(result.records)
+    assert {v.rule for v in violations} == {"a"}  # seq_lens are right, the waits are not needed
+    steps_hit = {v.step for v in violations}
+    assert steps_hit == {r.index for r in result.records}  # (a) fails in every single step
+
+
+@pytest.mark.needs_sdist
+def test_before_version_is_fine_with_speculation(before_source):
+    runner = load_runner_class(before_source, SimulatedGPUModelRunner)
+    assert _rules(runner, RunnerSpec(MAX_REQS, SPEC_STEPS), REVEALING) == set()
+
+
+@pytest.mark.needs_sdist
+def test_before_violation_names_the_upstream_lines(before_source):
+    runner = load_runner_class(before_source, SimulatedGPUModelRunner)
+    result = run_scenario(runner, RunnerSpec(MAX_REQS, 0), REVEALING)
+    copy_sites = {s.symbol for r in result.records for s in r.d2h_copies}
+    assert copy_sites == {
+        "vllm_ascend.worker.v2.model_runner:NPUModelRunner._copy_num_computed_tokens_to_cpu"
+    }
+    assert all(r.event_syncs == 1 for r in result.records)
+
+
+# --- mutants of the after-fix shape: each one must be caught ------------------------------------
+MUTANTS = {
+    # The 'before' shape, reachable without the sdist: copy after every step.
+    "copy-always": (
+        "        if self.speculator is not None:\n            self._copy_num_computed_tokens_to_cpu()",
+        "        self._copy_num_computed_tokens_to_cpu()",
+        {0: {"a"}, SPEC_STEPS: set()},
+    ),
+    # Wait unconditionally, as before the fix, even though nothing was copied.
+    "wait-always": (
+        "        if self.speculator is not None:\n"
+        "            # The copy issued after the last step's sampling must have landed.\n"
+        "            self.num_computed_tokens_event.synchronize()",
+        "        self.num_computed_tokens_event.synchronize()\n        if self.speculator is not None:",
+        {0: {"a"}, SPEC_STEPS: set()},
+    ),
+    # Without speculation, keep last step's CPU value instead of the scheduler's fresh one.
+    "stale-mirror": (
+        "refresh_from = states.num_computed_tokens_np",
+        "refresh_from = states.num_computed_tokens_cpu",
+        {0: {"b"}, SPEC_STEPS: set()},
+    ),
+    # With speculation, read the pinned buffer without waiting for the copy: poison.
+    "no-wait": (
+        "            self.num_computed_tokens_event.synchronize()\n",
+        "",
+        {0: set(), SPEC_STEPS: {"b", "c"}},
+    ),
+    # With speculation, trust the scheduler's optimistic count, which ignores rejected drafts.
+    "optimistic": (
+        "refresh_from = self.num_computed_tokens_cpu",
+        "refresh_from = states.num_computed_tokens_np",
+        {0: set(), SPEC_STEPS: {"b"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_is_caught(mutant_source, name):
+    old, new, expected = MUTANTS[name]
+    runner = load_runner_class(mutant_source(old, new), SimulatedGPUModelRunner)
+    for spec_steps, rules in expected.items():
+        got = _rules(runner, RunnerSpec(MAX_REQS, spec_steps), REVEALING)
+        assert got == rules, f"{name} with {spec_steps} spec steps"
+
+
+def test_revealing_sequence_passes_on_the_fix(after_fix_source):
+    runner = load_runner_class(after_fix_source, SimulatedGPUModelRunner)
+    for spec_steps in (0, SPEC_STEPS):
+        assert _rules(runner, RunnerSpec(MAX_REQS, spec_steps), REVEALING) == set()
