@@ -93,3 +93,11 @@ class AuditDirError(SyncgateError):
 
 class RequestError(ServerError):
     """An HTTP request to a running server failed or returned something unusable."""
+
+
+class RerunError(SyncgateError):
+    """The rerun session itself broke (pytest usage/internal error), not the tests it ran."""
+
+
+class ContainerError(SyncgateError):
+    """A compose service or image to rerun in does not exist, or the Docker engine refused."""
