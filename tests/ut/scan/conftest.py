@@ -1,0 +1,58 @@
+"""Fixtures for the scan tests: fixture runner trees, the installed vLLM sources, a CLI runner."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from syncgate.cli import main
+
+
+@pytest.fixture(scope="session")
+def scan_data(data_dir: Path) -> Path:
+    return data_dir / "scan"
+
+
+@pytest.fixture(scope="session")
+def vllm_worker_dir() -> Path:
+    """``vllm/v1/worker`` of the installed vLLM (located, never imported)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vllm is not installed (pip install -e .[cpu])")
+    return Path(next(iter(spec.submodule_search_locations))) / "v1" / "worker"
+
+
+@pytest.fixture
+def fix_shape_copy(scan_data: Path, tmp_path: Path) -> Path:
+    """A writable copy of the #13382-shaped fixture, for mutants."""
+    target = tmp_path / "fix_shape"
+    shutil.copytree(scan_data / "fix_shape", target)
+    return target
+
+
+@pytest.fixture
+def run_scan(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run ``syncgate scan ARGS`` in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(["scan", *args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
+def scan_json(run_scan: Callable[..., tuple[int, str, str]]) -> Callable[..., tuple[int, dict]]:
+    """Run the scan with ``--format json``; returns (exit code, parsed report)."""
+
+    def run(*args: str) -> tuple[int, dict]:
+        code, out, _ = run_scan(*args, "--format", "json")
+        return code, json.loads(out)
+
+    return run
