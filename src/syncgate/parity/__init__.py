@@ -1,1 +1,19 @@
-"""(placeholder)"""
+"""Token parity: exact or logprob-tolerant comparison, first divergence, the HF reference."""
+
+from syncgate.parity.compare import (
+    MODES,
+    Divergence,
+    Tolerance,
+    compare_exact,
+    compare_logprob,
+    first_difference,
+)
+
+__all__ = [
+    "MODES",
+    "Divergence",
+    "Tolerance",
+    "compare_exact",
+    "compare_logprob",
+    "first_difference",
+]

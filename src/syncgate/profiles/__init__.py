@@ -1,0 +1,209 @@
+"""Device profiles: everything device-specific about a serve run, as TOML data.
+
+A profile names the device, the runner it expects, the model (an embedded recipe or a path), the
+budget file, the parity mode, the base ``vllm serve`` flags and environment, and the *groups*:
+flag sets that each get one server and a list of scenarios. See ``cpu.toml`` for a commented one.
+Any problem is a :class:`~syncgate.errors.ProfileError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from syncgate.errors import ProfileError
+
+DEVICES = ("cpu", "cuda", "npu")
+PARITY_MODES = ("exact", "logprob")
+RESERVED_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
+_TOP_KEYS = {
+    "device", "runner", "model", "budgets", "parity", "seed", "startup_timeout_s",
+    "request_timeout_s", "tolerance", "env", "serve", "group",
+}
+_GROUP_KEYS = {"name", "flags", "env", "scenarios", "speculation", "note"}
+
+
+@dataclass(frozen=True)
+class Group:
+    """One server flag set and the scenarios run against it."""
+
+    name: str
+    flags: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    speculation: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Profile:
+    device: str
+    runner: str
+    model: str
+    budgets: str
+    parity: str
+    seed: int
+    startup_timeout_s: float
+    request_timeout_s: float
+    tolerance: dict[str, float]
+    env: dict[str, str]
+    flags: tuple[str, ...]
+    groups: tuple[Group, ...]
+    source: str
+
+    def group_flags(self, group: Group) -> list[str]:
+        return [*self.flags, *group.flags]
+
+    def group_env(self, group: Group) -> dict[str, str]:
+        return {**self.env, **group.env}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "device": self.device,
+            "runner": self.runner,
+            "model": self.model,
+            "budgets": self.budgets,
+            "parity": self.parity,
+            "seed": self.seed,
+            "flags": list(self.flags),
+            "env": self.env,
+            "groups": [
+                {"name": g.name, "flags": list(g.flags), "speculation": g.speculation,
+                 "scenarios": list(g.scenarios), "note": g.note}
+                for g in self.groups
+            ],
+        }
+
+
+def builtin_profile_path(device: str) -> Path:
+    return Path(str(resources.files("syncgate.profiles") / f"{device}.toml"))
+
+
+def load_profile(path: str | Path) -> Profile:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProfileError(path, "<file>", "does not exist") from None
+    except IsADirectoryError:
+        raise ProfileError(path, "<file>", "is a directory") from None
+    except OSError as exc:
+        raise ProfileError(path, "<file>", f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ProfileError(path, "<file>", "is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(path, "<toml>", f"syntax error: {exc}") from None
+    return parse_profile(data, str(path))
+
+
+def parse_profile(data: dict[str, Any], source: str) -> Profile:
+    def need(key: str, kind: type | tuple[type, ...], where: dict[str, Any] = data,
+             prefix: str = "") -> Any:
+        if key not in where:
+            raise ProfileError(source, prefix + key, "missing")
+        value = where[key]
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise ProfileError(source, prefix + key, f"must be {_kind_name(kind)}, got {value!r}")
+        if not isinstance(value, kind):
+            raise ProfileError(source, prefix + key, f"must be {_kind_name(kind)}, got {value!r}")
+        return value
+
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise ProfileError(source, sorted(unknown)[0], "unknown key")
+    device = need("device", str)
+    if device not in DEVICES:
+        raise ProfileError(source, "device", f"must be one of {', '.join(DEVICES)}")
+    parity = need("parity", str)
+    if parity not in PARITY_MODES:
+        raise ProfileError(source, "parity", f"must be one of {', '.join(PARITY_MODES)}")
+    serve = need("serve", dict)
+    flags = _flags(need("flags", list, serve, "serve."), "serve.flags", source)
+    tolerance = data.get("tolerance", {})
+    if not isinstance(tolerance, dict) or set(tolerance) - {"max_rank", "max_gap"}:
+        raise ProfileError(source, "tolerance", "must be a table with max_rank and/or max_gap")
+    groups_raw = need("group", list)
+    if not groups_raw:
+        raise ProfileError(source, "group", "needs at least one [[group]]")
+    groups = tuple(_group(g, f"group[{i}]", source) for i, g in enumerate(groups_raw))
+    names = [g.name for g in groups]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ProfileError(source, f"group[{i}].name", f"duplicate group {name!r}")
+    timeouts = {}
+    for key in ("startup_timeout_s", "request_timeout_s"):
+        value = need(key, (int, float))
+        if value <= 0:
+            raise ProfileError(source, key, f"must be positive, got {value}")
+        timeouts[key] = float(value)
+    return Profile(
+        device=device,
+        runner=need("runner", str),
+        model=need("model", str),
+        budgets=need("budgets", str),
+        parity=parity,
+        seed=need("seed", int),
+        tolerance={k: float(v) for k, v in tolerance.items()},
+        env=_env(data.get("env", {}), "env", source),
+        flags=flags,
+        groups=groups,
+        source=source,
+        **timeouts,
+    )
+
+
+def _group(raw: Any, where: str, source: str) -> Group:
+    if not isinstance(raw, dict):
+        raise ProfileError(source, where, "must be a table ([[group]])")
+    unknown = set(raw) - _GROUP_KEYS
+    if unknown:
+        raise ProfileError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ProfileError(source, f"{where}.name", "must be a non-empty name without '/'")
+    scenarios = raw.get("scenarios")
+    if not isinstance(scenarios, list) or not scenarios or not all(
+        isinstance(s, str) for s in scenarios
+    ):
+        raise ProfileError(source, f"{where}.scenarios", "must be a non-empty list of names")
+    speculation = raw.get("speculation", False)
+    if not isinstance(speculation, bool):
+        raise ProfileError(source, f"{where}.speculation", "must be true or false")
+    note = raw.get("note", "")
+    if not isinstance(note, str):
+        raise ProfileError(source, f"{where}.note", "must be a string")
+    return Group(
+        name=name,
+        flags=_flags(raw.get("flags", []), f"{where}.flags", source),
+        scenarios=tuple(scenarios),
+        speculation=speculation,
+        env=_env(raw.get("env", {}), f"{where}.env", source),
+        note=note,
+    )
+
+
+def _flags(raw: Any, where: str, source: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
+        raise ProfileError(source, where, "must be a list of strings")
+    for flag in raw:
+        if flag.split("=", 1)[0] in RESERVED_FLAGS:
+            raise ProfileError(source, where, f"{flag} is set by syncgate (loopback, free port)")
+    return tuple(raw)
+
+
+def _env(raw: Any, where: str, source: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise ProfileError(source, where, "must be a table of string values")
+    return dict(raw)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", float: "a number", list: "a list",
+             dict: "a table", bool: "true or false"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)

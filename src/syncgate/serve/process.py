@@ -1,0 +1,249 @@
+"""A server child process whose whole tree dies with it.
+
+``vllm serve`` forks an EngineCore, which spawns a worker; when the API server dies first those
+are reparented to init and keep the CPU (and an accelerator) busy. So the child starts in its own
+session (its process group names every descendant that did not leave it), asks the kernel to
+SIGTERM it if syncgate dies (``PR_SET_PDEATHSIG``), and teardown snapshots the tree with psutil
+before signalling, so reparented grandchildren are still found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import psutil
+import requests
+
+from syncgate.errors import PortInUseError, ServerError, ServerStartError, ServerTimeoutError
+
+LOOPBACK = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+_ERROR_LINE = re.compile(r"error|exception|traceback", re.IGNORECASE)
+
+Progress = Callable[[float], None]
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port nobody is listening on right now (the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def ensure_port_free(port: int, host: str = LOOPBACK) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            raise PortInUseError(f"port {port} on {host} is already in use") from None
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    """``pid``, its descendants and every process left in its process group, zombies excluded."""
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        root = psutil.Process(pid)
+        found[root.pid] = root
+        for child in root.children(recursive=True):
+            found[child.pid] = child
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(proc.pid) == pid:
+                found.setdefault(proc.pid, proc)
+    return [p for p in found.values() if _running(p)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def tree_rss(pid: int) -> int:
+    """Resident memory of the whole tree in bytes (``/usr/bin/time`` sees only the root)."""
+    total = 0
+    for proc in tree(pid):
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+def log_tail(path: Path, lines: int = 20) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+
+
+def _headline(tail: Sequence[str]) -> str:
+    """The most telling log line: the last one that looks like an error, else the last one."""
+    for line in reversed(tail):
+        if _ERROR_LINE.search(line) and "Traceback" not in line:
+            return line.strip()
+    return tail[-1].strip() if tail else "(empty log)"
+
+
+class ManagedServer:
+    """A child process that serves HTTP on ``port``; use as a context manager.
+
+    ``argv`` must make the child listen on ``port`` (the caller put it there); ``health_path``
+    must answer 200 once it is ready.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        port: int,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        name: str = "server",
+        health_path: str = "/health",
+        startup_timeout_s: float = 240.0,
+        stop_timeout_s: float = 15.0,
+    ) -> None:
+        self.argv = list(argv)
+        self.port = port
+        self.log_path = Path(log_path)
+        self.env = dict(os.environ if env is None else env)
+        self.name = name
+        self.health_url = f"http://{LOOPBACK}:{port}{health_path}"
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.startup_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ServerError(f"server {self.name!r} is not running")
+        return self._proc.pid
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self, progress: Progress | None = None) -> float:
+        """Start the child and wait for health; on any failure nothing is left running."""
+        ensure_port_free(self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            self._wait_healthy(started, progress)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - started
+        return self.startup_s
+
+    def _wait_healthy(self, started: float, progress: Progress | None) -> None:
+        assert self._proc is not None
+        deadline = started + self.startup_timeout_s
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise ServerStartError(self._death_message(f"exited with code {code} during start-up"))
+            if self.healthy():
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                raise ServerTimeoutError(
+                    f"server {self.name!r} not healthy at {self.health_url} after "
+                    f"{self.startup_timeout_s:.0f} s (log: {self.log_path})"
+                )
+            if progress is not None:
+                progress(now - started)
+            time.sleep(0.5)
+
+    def healthy(self) -> bool:
+        try:
+            return requests.get(self.health_url, timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def check_alive(self) -> None:
+        """Raise with the log's telling line if the server died after start-up."""
+        if self._proc is not None and self._proc.poll() is not None:
+            raise ServerError(self._death_message(f"exited with code {self._proc.returncode}"))
+
+    def _death_message(self, what: str) -> str:
+        return f"server {self.name!r} {what}: {_headline(self.tail())} (log: {self.log_path})"
+
+    def tail(self, lines: int = 20) -> list[str]:
+        return log_tail(self.log_path, lines)
+
+    def stop(self) -> None:
+        """SIGTERM the root, give vLLM its graceful shutdown, then SIGKILL whatever is left."""
+        if self._proc is None:
+            return
+        proc, self._proc = self._proc, None
+        members = tree(proc.pid)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(self.stop_timeout_s)
+        survivors = [p for p in members + tree(proc.pid) if _running(p)]
+        for member in survivors:
+            with contextlib.suppress(psutil.Error):
+                member.terminate()
+        _, alive = psutil.wait_procs(survivors, timeout=3)
+        for member in alive:
+            with contextlib.suppress(psutil.Error):
+                member.kill()
+        psutil.wait_procs(alive, timeout=3)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(3)
+
+    def __enter__(self) -> ManagedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Make SIGTERM unwind like Ctrl-C, so ``with`` blocks tear their servers down."""
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
