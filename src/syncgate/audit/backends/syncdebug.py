@@ -1,0 +1,161 @@
+"""Shared by the CUDA and NPU backends: torch's sync debug mode, plus the waits it cannot see.
+
+During every runner call of a step the backend arms ``torch.<ns>.set_sync_debug_mode("warn")``
+(saving and restoring whatever was set, so it nests inside vLLM's own ``VLLM_GPU_SYNC_CHECK``
+region, which refcounts the same global mode). torch then warns "called a synchronizing CUDA
+operation" (torch_npu: "... NPU operation") for blocking readbacks (``.item()``, ``.tolist()``,
+``.cpu()``, ``bool(t)``, ...), blocking copies and ``Stream.synchronize``. Those warnings are
+caught at ``warnings._showwarnmsg``, which runs for every warning that passes the filters, before
+any ``showwarning`` hook: vLLM re-installs its hook on every checked call and pytest swaps hooks per
+test, but neither touches ``_showwarnmsg``. A warning raised inside ``Tensor.copy_`` is a
+``blocking_copy``, any other a ``blocking_readback``. If vLLM's check is active the warning is
+passed on (so its error mode still raises); otherwise it is swallowed rather than logged per step.
+
+The debug mode does not flag ``torch.<ns>.synchronize()``, ``Event.synchronize()`` or a
+``non_blocking`` device-to-host copy into pageable memory (which the driver silently makes
+blocking); those are counted by wrappers. While a wrapped wait runs, warnings are not counted, so
+``Stream.synchronize`` is one ``stream_sync``, not also a readback.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, ClassVar
+
+import torch
+
+from syncgate.audit.backends.base import AuditBackend, is_counted, mark_counted
+from syncgate.audit.events import SyncKind
+from syncgate.errors import EnvironmentProblem
+
+WARN = 1  # torch's numeric value for the "warn" sync debug mode
+VLLM_SYNC_DEBUG = "vllm.utils.gpu_sync_debug"
+
+
+def vllm_sync_check_active() -> bool:
+    """Whether vLLM's own VLLM_GPU_SYNC_CHECK is policing syncs in this process."""
+    module = sys.modules.get(VLLM_SYNC_DEBUG)
+    return bool(
+        module is not None
+        and getattr(module, "_SYNC_CHECK_MODE", None) is not None
+        and getattr(module, "_sync_check_enabled", False)
+    )
+
+
+class SyncDebugBackend(AuditBackend):
+    """A device backend for ``torch.<namespace>`` (``cuda`` or ``npu``)."""
+
+    namespace: ClassVar[str] = ""
+    warning_text: ClassVar[str] = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._armed = 0
+        self._showwarnmsg: Callable[[Any], Any] | None = None
+
+    def torch_namespace(self) -> ModuleType:
+        module = getattr(torch, self.namespace, None)
+        if module is None or not hasattr(module, "synchronize"):
+            raise EnvironmentProblem(
+                f"torch.{self.namespace} is not available: the {self.device} audit backend "
+                "needs the device's torch extension in the worker process"
+            )
+        return module
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def install(self) -> None:
+        ns = self.torch_namespace()
+        super().install()
+        self.rearm()
+        self.count_class(ns, "Event", "synchronize", SyncKind.EVENT_SYNC)
+        self.count_class(ns, "Stream", "synchronize", SyncKind.STREAM_SYNC)
+        self._ensure_copy_checked()
+        self._showwarnmsg = warnings._showwarnmsg  # type: ignore[attr-defined]
+        self.patches.set(warnings, "_showwarnmsg", self._on_warning)
+
+    def rearm(self) -> None:
+        super().rearm()
+        self.count_function(self.torch_namespace(), "synchronize", SyncKind.DEVICE_SYNC)
+
+    # --- sync debug mode ---------------------------------------------------------------------
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        ns = self.torch_namespace()
+        getter = getattr(ns, "get_sync_debug_mode", None)
+        setter = getattr(ns, "set_sync_debug_mode", None)
+        if getter is None or setter is None:
+            yield
+            return
+        self._ensure_always_shown()
+        self._ensure_copy_checked()
+        previous = getter()
+        if previous != WARN:
+            setter("warn")
+        self._armed += 1
+        try:
+            yield
+        finally:
+            self._armed -= 1
+            if previous != WARN:
+                setter(previous)
+
+    def _ensure_always_shown(self) -> None:
+        """Make repeated sync warnings reach ``_showwarnmsg`` (not deduplicated per location).
+
+        Only added when the first filter matching the text is not already "always" (vLLM adds
+        the same one), so the filter list does not grow per step.
+        """
+        for action, message, category, _module, _lineno in warnings.filters:
+            if issubclass(UserWarning, category) and (
+                message is None or message.match(self.warning_text)
+            ):
+                if action == "always":
+                    return
+                break
+        warnings.filterwarnings("always", message=re.escape(self.warning_text), category=UserWarning)
+
+    def _on_warning(self, msg: Any) -> Any:
+        assert self._showwarnmsg is not None
+        if self._armed and self.warning_text in str(msg.message):
+            kind = SyncKind.BLOCKING_COPY if self._depth("copy") else SyncKind.BLOCKING_READBACK
+            self.record(kind, f"torch.{self.namespace} sync debug", detail=str(msg.message)[:200])
+            if not vllm_sync_check_active():
+                return None
+        return self._showwarnmsg(msg)
+
+    # --- copies ------------------------------------------------------------------------------
+    def _ensure_copy_checked(self) -> None:
+        """Wrap ``Tensor.copy_`` again if vLLM's copy checker replaced it after warm-up."""
+        if not is_counted(torch.Tensor.copy_):
+            self.patches.set(torch.Tensor, "copy_", self._checked_copy(torch.Tensor.copy_))
+
+    def _checked_copy(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``Tensor.copy_``: flag D2H ``non_blocking`` into pageable memory; mark copy context."""
+        backend = self
+        device_type = self.namespace
+
+        @functools.wraps(fn)
+        def copy_(dst: torch.Tensor, src: Any, non_blocking: bool = False, **kwargs: Any) -> Any:
+            if (
+                non_blocking
+                and backend._armed
+                and isinstance(src, torch.Tensor)
+                and src.device.type == device_type
+                and dst.device.type == "cpu"
+                and not dst.is_pinned()
+            ):
+                backend.record(
+                    SyncKind.BLOCKING_COPY,
+                    "Tensor.copy_",
+                    detail="non_blocking device-to-host copy into pageable memory",
+                )
+            with backend._deeper("copy"):
+                return fn(dst, src, non_blocking, **kwargs)
+
+        return mark_counted(copy_)
