@@ -1,0 +1,67 @@
+"""JUnit failures become GitHub ::error annotations at their file and line."""
+
+import pytest
+
+from syncgate.containers.annotate import MAX_ANNOTATIONS, Annotation, main, report_annotations
+from syncgate.errors import ReportDirError
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="syncgate-check" tests="3">
+  <testcase classname="scenario.batched" name="parity" file="vllm/v1/worker/gpu_model_runner.py" line="2310"/>
+  <testcase classname="scenario.batched" name="budget" file="vllm/v1/worker/gpu_model_runner.py" line="2417">
+    <failure message="decode step 3: 1 device_sync (budget 0) at torch.accelerator.synchronize, 50%: all"
+      >trace</failure>
+  </testcase>
+  <testcase classname="tests.ut.npu.test_x" name="test_y">
+    <error>collection
+failed</error>
+  </testcase>
+</testsuite></testsuites>
+"""
+
+
+@pytest.fixture
+def reports(tmp_path):
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    return tmp_path
+
+
+def test_failures_and_errors_are_annotated_passes_are_not(reports):
+    found = report_annotations(reports)
+    assert [a.title for a in found] == ["failure: scenario.batched.budget",
+                                        "error: tests.ut.npu.test_x.test_y"]
+    assert found[0].file == "vllm/v1/worker/gpu_model_runner.py"
+    assert found[0].line == 2417
+    assert found[1].file is None
+
+
+def test_command_escapes_data_and_properties(reports):
+    first, second = (a.command() for a in report_annotations(reports))
+    assert first == ("::error file=vllm/v1/worker/gpu_model_runner.py,line=2417,"
+                     "title=failure%3A scenario.batched.budget::decode step 3: 1 device_sync "
+                     "(budget 0) at torch.accelerator.synchronize, 50%25: all")
+    assert second == "::error title=error%3A tests.ut.npu.test_x.test_y::collection%0Afailed"
+
+
+def test_main_prints_commands_and_caps_them(tmp_path, capsys):
+    cases = "".join(f'<testcase name="t{i}"><failure message="m"/></testcase>'
+                    for i in range(MAX_ANNOTATIONS + 2))
+    (tmp_path / "junit.xml").write_text(f"<testsuite>{cases}</testsuite>")
+    assert main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == MAX_ANNOTATIONS + 1
+    assert lines[-1] == "::warning::2 more failures; see the reports"
+
+
+def test_bad_xml_and_missing_dir_are_report_dir_errors(tmp_path, capsys):
+    with pytest.raises(ReportDirError, match="does not exist"):
+        report_annotations(tmp_path / "nope")
+    (tmp_path / "junit.xml").write_text("<testsuite><testcase>")
+    with pytest.raises(ReportDirError, match=r"junit\.xml: not a readable JUnit XML file"):
+        report_annotations(tmp_path)
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("syncgate annotate: error: ")
+
+
+def test_annotation_without_file_has_no_line():
+    assert Annotation("t", "m", line=3).command() == "::error title=t::m"

@@ -1,0 +1,77 @@
+"""The gate entry point: header first, then the job becomes the process and keeps its exit code."""
+
+import subprocess
+import sys
+
+import pytest
+
+from syncgate.containers.gate import GateSettings, environment, job_argv
+from syncgate.errors import UsageError
+from syncgate.repro.envheader import parse_env_header
+
+SETTINGS = GateSettings(device="npu", report_dir="/reports", ut_paths=("tests/ut/npu",),
+                        image="syncgate-npu:x")
+
+
+def test_settings_from_env_defaults_and_overrides():
+    assert GateSettings.from_env({}) == GateSettings("cpu", "/reports", ("tests/ut",), None)
+    env = {"SYNCGATE_DEVICE": "npu", "SYNCGATE_REPORT_DIR": "/r", "SYNCGATE_UT_PATHS": "a b",
+           "SYNCGATE_IMAGE": "img"}
+    assert GateSettings.from_env(env) == GateSettings("npu", "/r", ("a", "b"), "img")
+
+
+def test_unknown_device_is_a_usage_error():
+    with pytest.raises(UsageError, match="SYNCGATE_DEVICE='tpu'"):
+        GateSettings.from_env({"SYNCGATE_DEVICE": "tpu"})
+
+
+@pytest.mark.parametrize(("job", "expected"), [
+    ([], ["syncgate", "check", "--device", "npu", "--report", "/reports"]),
+    (["check", "--scenarios", "batched"],
+     ["syncgate", "check", "--device", "npu", "--report", "/reports", "--scenarios", "batched"]),
+    (["ut", "-x"], [sys.executable, "-m", "pytest", "tests/ut/npu",
+                    "--junitxml=/reports/junit-ut-npu.xml", "-x"]),
+    (["bash", "-lc", "true"], ["bash", "-lc", "true"]),
+])
+def test_job_argv(job, expected):
+    assert job_argv(job, SETTINGS) == expected
+
+
+def test_environment_reports_versions_from_metadata():
+    env = environment(SETTINGS)
+    assert env["device"] == "npu"
+    assert env["image"] == "syncgate-npu:x"
+    assert env["syncgate"]
+    assert env["torch"].startswith("2.")
+
+
+def _gate(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "syncgate.containers.gate", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+
+def test_header_comes_first_and_the_exit_code_is_the_job_s():
+    result = _gate(sys.executable, "-c", "import sys; print('job ran'); sys.exit(3)",
+                   env={"SYNCGATE_IMAGE": "img:1"})
+    first, second = result.stdout.splitlines()[:2]
+    header = parse_env_header(first)
+    assert header is not None
+    assert header["image"] == "img:1"
+    assert header["device"] == "cpu"
+    assert second == "job ran"
+    assert result.returncode == 3
+
+
+def test_a_job_that_does_not_exist_exits_127_with_one_line():
+    result = _gate("no-such-job-xyz")
+    assert result.returncode == 127
+    assert result.stderr.strip() == ("syncgate-gate: error: cannot run 'no-such-job-xyz': "
+                                     "No such file or directory")
+
+
+def test_a_bad_device_exits_2_before_any_job_runs():
+    result = _gate("true", env={"SYNCGATE_DEVICE": "tpu"})
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "SYNCGATE_DEVICE='tpu'" in result.stderr
