@@ -1,0 +1,154 @@
+"""`syncgate scan` as CI uses it: formats, exit codes, allow-lists, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from syncgate.errors import ScanError
+from syncgate.scan.engine import scan
+
+FINDING_KEYS = {"file", "line", "qualname", "kind", "api", "guard", "entry", "path"}
+GUARDS = {"none", "speculation", "async_scheduling", "warmup", "allowed"}
+KINDS = {"device_sync", "stream_sync", "event_sync", "blocking_readback", "blocking_copy"}
+RULES_ENTRY = ("--entry", "RulesModelRunner.execute_model")
+
+
+def test_json_has_the_stable_schema(scan_data, scan_json):
+    code, report = scan_json(str(scan_data / "rules"), *RULES_ENTRY)
+    assert code == 1
+    assert report["findings"]
+    for finding in report["findings"]:
+        assert FINDING_KEYS <= set(finding)
+        assert finding["guard"] in GUARDS
+        assert finding["kind"] in KINDS
+        assert isinstance(finding["path"], list)
+        assert finding["path"][-1] == finding["qualname"]
+    assert report["summary"]["failing"] == sum(f["guard"] == "none" for f in report["findings"])
+
+
+def test_sarif_is_2_1_0_with_errors_for_gate_failures(scan_data, run_scan):
+    code, out, _ = run_scan(str(scan_data / "rules"), *RULES_ENTRY, "--format", "sarif")
+    sarif = json.loads(out)
+    assert code == 1
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    rule_ids = {r["id"] for r in run["tool"]["driver"]["rules"]}
+    assert rule_ids == KINDS
+    levels = {r["properties"]["guard"]: r["level"] for r in run["results"]}
+    assert levels["none"] == "error"
+    assert levels["speculation"] == "note"
+    location = run["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"].endswith(".py")
+    assert location["region"]["startLine"] > 0
+
+
+def test_github_annotations(scan_data, run_scan):
+    code, out, _ = run_scan(str(scan_data / "rules"), *RULES_ENTRY, "--format", "github")
+    assert code == 1
+    errors = [line for line in out.splitlines() if line.startswith("::error ")]
+    notices = [line for line in out.splitlines() if line.startswith("::notice ")]
+    assert errors and notices
+    assert errors[0].startswith("::error file=tests/data/scan/rules/runner_")
+    assert ",line=" in errors[0] and "title=syncgate scan%3A " in errors[0]
+
+
+def test_text_groups_by_entry_with_code_and_path(scan_data, run_scan):
+    code, out, _ = run_scan(str(scan_data / "fix_shape"), "--entry", "NPUModelRunner.execute_model")
+    assert code == 0
+    assert out.splitlines()[0] == "NPUModelRunner.execute_model  (npu_runner)"
+    assert "self.num_computed_tokens_event.synchronize()" in out
+    assert "path: GPUModelRunner.execute_model -> NPUModelRunner.prepare_inputs" in out
+    assert "0 unguarded sync sites (ok)" in out
+
+
+def test_budget_allow_list_turns_a_failure_into_allowed(scan_data, tmp_path, scan_json):
+    budget = tmp_path / "budget.toml"
+    budget.write_text(
+        'profile = "test"\n[[budget]]\nspeculation = false\n'
+        '[[budget.allow]]\nsite = "runner_*:RulesModelRunner.*"\nreason = "fixture"\n'
+        '[[budget.allow]]\nsite = "runner_base:RunnerBase._inherited_sync"\nreason = "fixture"\n'
+    )
+    code, report = scan_json(str(scan_data / "rules"), *RULES_ENTRY, "--budget", str(budget))
+    assert code == 0
+    assert {f["guard"] for f in report["findings"]} == GUARDS - {"none"}
+    assert {f["reason"] for f in report["findings"] if f["guard"] == "allowed"} >= {"fixture"}
+
+
+def test_speculative_budget_allow_rules_do_not_apply(scan_data, tmp_path, scan_json):
+    budget = tmp_path / "budget.toml"
+    budget.write_text(
+        'profile = "test"\n[[budget]]\nspeculation = true\n'
+        '[[budget.allow]]\nsite = "*:*"\nreason = "only with speculation"\n'
+    )
+    code, _ = scan_json(str(scan_data / "rules"), *RULES_ENTRY, "--budget", str(budget))
+    assert code == 1
+
+
+def test_bad_budget_is_a_one_line_error(scan_data, tmp_path, run_scan):
+    budget = tmp_path / "budget.toml"
+    budget.write_text('profile = "x"\n[[budget]]\n[[budget.allow]]\nsite = "nocolon"\n')
+    code, out, err = run_scan(str(scan_data / "rules"), "--budget", str(budget))
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "budget[0].allow[0].site" in err
+
+
+def test_missing_path_exits_2(tmp_path, run_scan):
+    code, out, err = run_scan(str(tmp_path / "nope"))
+    assert code == 2
+    assert out == ""
+    assert "nope: no such file or directory" in err
+
+
+def test_syntax_error_is_reported_and_the_rest_scanned(scan_data, tmp_path, run_scan):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def oops(:\n")
+    code, out, err = run_scan(str(scan_data / "fix_shape"), str(broken))
+    assert code == 0
+    assert "broken.py: syntax error at line 1" in err
+    assert "NPUModelRunner.execute_model" in out
+
+
+def test_only_unparsable_files_exit_2(tmp_path, run_scan):
+    broken = tmp_path / "broken.py"
+    broken.write_text("class (:\n")
+    code, _, err = run_scan(str(broken))
+    assert code == 2
+    assert "nothing could be scanned" in err and "syntax error" in err
+
+
+def test_binary_files_are_skipped(scan_data, tmp_path):
+    (tmp_path / "blob.py").write_bytes(b"\x00\x01\x02binary")
+    result = scan([str(scan_data / "fix_shape"), str(tmp_path)])
+    assert [p.reason for p in result.skipped] == ["binary file"]
+    assert result.files == 2
+
+
+def test_unknown_entry_warns_with_nearest_names(scan_data, run_scan):
+    code, _, err = run_scan(str(scan_data / "fix_shape"),
+                            "--entry", "NPUModelRunner.execute_modle",
+                            "--entry", "NPUModelRunner.sample_tokens")
+    assert code == 0
+    assert "entry NPUModelRunner.execute_modle: no such method; nearest: execute_model" in err
+
+
+def test_no_entry_at_all_exits_2(scan_data, run_scan):
+    code, _, err = run_scan(str(scan_data / "fix_shape"), "--entry", "NPUModelRuner.execute_model")
+    assert code == 2
+    assert "no entry point found" in err and "nearest: NPUModelRunner" in err
+
+
+def test_output_file_is_written_whole(scan_data, tmp_path, run_scan):
+    target = tmp_path / "reports" / "scan.json"
+    code, out, _ = run_scan(str(scan_data / "fix_shape"), "--format", "json",
+                            "--output", str(target))
+    assert code == 0 and out == ""
+    assert json.loads(target.read_text())["summary"]["failing"] == 0
+    assert [p.name for p in target.parent.iterdir()] == ["scan.json"]
+
+
+def test_scan_error_type_for_api_callers(tmp_path):
+    with pytest.raises(ScanError):
+        scan([str(tmp_path / "missing")])
