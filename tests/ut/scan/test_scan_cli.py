@@ -20,7 +20,7 @@ def test_json_has_the_stable_schema(scan_data, scan_json):
     assert code == 1
     assert report["findings"]
     for finding in report["findings"]:
-        assert FINDING_KEYS <= set(finding)
+        assert set(finding) >= FINDING_KEYS
         assert finding["guard"] in GUARDS
         assert finding["kind"] in KINDS
         assert isinstance(finding["path"], list)
@@ -49,9 +49,11 @@ def test_github_annotations(scan_data, run_scan):
     assert code == 1
     errors = [line for line in out.splitlines() if line.startswith("::error ")]
     notices = [line for line in out.splitlines() if line.startswith("::notice ")]
-    assert errors and notices
+    assert errors
+    assert notices
     assert errors[0].startswith("::error file=tests/data/scan/rules/runner_")
-    assert ",line=" in errors[0] and "title=syncgate scan%3A " in errors[0]
+    assert ",line=" in errors[0]
+    assert "title=syncgate scan%3A " in errors[0]
 
 
 def test_text_groups_by_entry_with_code_and_path(scan_data, run_scan):
@@ -92,7 +94,8 @@ def test_bad_budget_is_a_one_line_error(scan_data, tmp_path, run_scan):
     code, out, err = run_scan(str(scan_data / "rules"), "--budget", str(budget))
     assert code == 2
     assert out == ""
-    assert err.count("\n") == 1 and "budget[0].allow[0].site" in err
+    assert err.count("\n") == 1
+    assert "budget[0].allow[0].site" in err
 
 
 def test_missing_path_exits_2(tmp_path, run_scan):
@@ -116,7 +119,8 @@ def test_only_unparsable_files_exit_2(tmp_path, run_scan):
     broken.write_text("class (:\n")
     code, _, err = run_scan(str(broken))
     assert code == 2
-    assert "nothing could be scanned" in err and "syntax error" in err
+    assert "nothing could be scanned" in err
+    assert "syntax error" in err
 
 
 def test_binary_files_are_skipped(scan_data, tmp_path):
@@ -137,14 +141,16 @@ def test_unknown_entry_warns_with_nearest_names(scan_data, run_scan):
 def test_no_entry_at_all_exits_2(scan_data, run_scan):
     code, _, err = run_scan(str(scan_data / "fix_shape"), "--entry", "NPUModelRuner.execute_model")
     assert code == 2
-    assert "no entry point found" in err and "nearest: NPUModelRunner" in err
+    assert "no entry point found" in err
+    assert "nearest: NPUModelRunner" in err
 
 
 def test_output_file_is_written_whole(scan_data, tmp_path, run_scan):
     target = tmp_path / "reports" / "scan.json"
     code, out, _ = run_scan(str(scan_data / "fix_shape"), "--format", "json",
                             "--output", str(target))
-    assert code == 0 and out == ""
+    assert code == 0
+    assert out == ""
     assert json.loads(target.read_text())["summary"]["failing"] == 0
     assert [p.name for p in target.parent.iterdir()] == ["scan.json"]
 
