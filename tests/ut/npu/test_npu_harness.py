@@ -1,0 +1,154 @@
+"""The method-level loader: what it loads, what it refuses, and how it says so."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
+from syncgate.fakedev import simulated_accelerator
+from syncgate.npu.harness import (
+    SEED3_METHODS,
+    AscendSource,
+    bind,
+    cuda_mapped_to_npu,
+    load_runner_class,
+)
+from syncgate.npu.parent import SimulatedGPUModelRunner
+
+RUNNER = Path("vllm_ascend/worker/v2/model_runner.py")
+
+
+def _tree(tmp_path: Path, runner_source: str | None, version: str = "9.9.9") -> AscendSource:
+    (tmp_path / "vllm_ascend").mkdir()
+    (tmp_path / "PKG-INFO").write_text(f"Metadata-Version: 2.4\nVersion: {version}\n")
+    if runner_source is not None:
+        path = tmp_path / RUNNER
+        path.parent.mkdir(parents=True)
+        path.write_text(textwrap.dedent(runner_source))
+    return AscendSource.at(tmp_path)
+
+
+def _refusal(source: AscendSource, **kwargs) -> str:
+    with pytest.raises(UnsupportedLayoutError) as caught:
+        load_runner_class(source, SimulatedGPUModelRunner, **kwargs)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_loads_upstream_methods_with_their_file_and_lines(after_fix_source):
+    cls = load_runner_class(after_fix_source, SimulatedGPUModelRunner)
+    path = after_fix_source.module_file()
+    lines = path.read_text().splitlines()
+    for name in SEED3_METHODS:
+        code = vars(cls)[name].__code__
+        assert code.co_filename == str(path)
+        assert lines[code.co_firstlineno - 1].strip().startswith(f"def {name}(")
+    assert issubclass(cls, SimulatedGPUModelRunner)
+    assert vars(cls)["__module__"] == "vllm_ascend.worker.v2.model_runner"
+
+
+def test_version_comes_from_the_tree(after_fix_source, tmp_path):
+    assert after_fix_source.version == "0.0.0+syncgate.after-fix"
+    (tmp_path / "vllm_ascend").mkdir()
+    (tmp_path / "vllm_ascend" / "_version.py").write_text(
+        "__version__ = version = '0.25.1.dev7+gbaed935'\n"
+    )
+    assert AscendSource.at(tmp_path).version == "0.25.1.dev7+gbaed935"
+    (tmp_path / "vllm_ascend" / "_version.py").unlink()
+    assert AscendSource.at(tmp_path).version == "unknown"
+
+
+def test_not_a_vllm_ascend_tree(tmp_path):
+    with pytest.raises(UnsupportedLayoutError, match=r"^unsupported vllm-ascend layout: no vllm_ascend/"):
+        AscendSource.at(tmp_path)
+
+
+def test_missing_runner_module(tmp_path):
+    message = _refusal(_tree(tmp_path, None))
+    assert message == (
+        "unsupported vllm-ascend layout: no vllm_ascend/worker/v2/model_runner.py (version 9.9.9)"
+    )
+
+
+def test_missing_class(tmp_path):
+    message = _refusal(_tree(tmp_path, "class GPUModelRunnerV2:\n    pass\n"))
+    assert message == (
+        "unsupported vllm-ascend layout: no class NPUModelRunner in"
+        " vllm_ascend.worker.v2.model_runner (version 9.9.9)"
+    )
+
+
+def test_missing_method(tmp_path):
+    source = _tree(tmp_path, """
+        class NPUModelRunner:
+            def postprocess_sampled(self, *args):
+                pass
+
+            def _copy_num_computed_tokens_to_cpu(self):
+                pass
+    """, version="0.30.0")
+    assert _refusal(source) == (
+        "unsupported vllm-ascend layout: NPUModelRunner has no method _update_seq_lens_cpu"
+        " (version 0.30.0)"
+    )
+
+
+def test_unparsable_module(tmp_path):
+    assert "model_runner.py does not parse (line 1)" in _refusal(_tree(tmp_path, "class (:\n"))
+
+
+def test_method_needing_names_the_harness_lacks(tmp_path):
+    source = _tree(tmp_path, """
+        class NPUModelRunner:
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                with get_forward_context():
+                    return np.asarray(req_ids)
+    """)
+    assert _refusal(source, methods=["_update_seq_lens_cpu"]) == (
+        "unsupported vllm-ascend layout: NPUModelRunner._update_seq_lens_cpu uses names the"
+        " harness cannot provide: get_forward_context (version 9.9.9)"
+    )
+
+
+def test_methods_under_a_version_branch_are_found(tmp_path):
+    source = _tree(tmp_path, """
+        import torch
+        from vllm.v1.core.sched.output import SchedulerOutput
+
+        class NPUModelRunner(object):
+            if vllm_version_is("0.27.1"):
+                def _update_seq_lens_cpu(self, scheduler_output: SchedulerOutput, req_ids) -> None:
+                    return "old"
+            else:
+                def _update_seq_lens_cpu(self, scheduler_output: SchedulerOutput, req_ids) -> None:
+                    return "new"
+    """)
+    cls = load_runner_class(source, SimulatedGPUModelRunner, methods=["_update_seq_lens_cpu"])
+    # Annotations are dropped (they name vLLM types); the last definition wins, as at run time.
+    assert bind(cls, {})._update_seq_lens_cpu(None, []) == "new"
+
+
+def test_bind_skips_init_and_sets_exactly_the_state(after_fix_source):
+    cls = load_runner_class(after_fix_source, SimulatedGPUModelRunner)
+    runner = bind(cls, {"speculator": None})
+    assert vars(runner) == {"speculator": None}
+
+
+def test_import_mode_needs_an_importable_tree(after_fix_source):
+    with pytest.raises(EnvironmentProblem, match="not importable"):
+        load_runner_class(after_fix_source, SimulatedGPUModelRunner, mode="import")
+
+
+def test_cuda_is_npu_inside_and_restored_after():
+    original = torch.cuda.current_stream
+    with simulated_accelerator("npu"):
+        with cuda_mapped_to_npu():
+            assert torch.cuda.current_stream is torch.npu.current_stream
+            assert torch.cuda.Event is torch.npu.Event
+        assert torch.cuda.current_stream is original
+    assert torch.cuda.current_stream is original
