@@ -66,7 +66,7 @@ def detect_devices() -> dict[str, Any]:
         if torch.cuda.is_available():
             devices["cuda"] = torch.cuda.device_count()
             devices["cuda_names"] = [torch.cuda.get_device_name(i) for i in range(devices["cuda"])]
-    except Exception as exc:  # a broken torch is a finding, not a crash  # noqa: BLE001
+    except Exception as exc:  # a broken torch is a finding, not a crash
         devices["torch_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     devices["npu"] = len(glob.glob("/dev/davinci[0-9]*"))
     devices["npu_smi"] = shutil.which("npu-smi") is not None
@@ -83,7 +83,7 @@ def plugin_status() -> list[PluginStatus]:
             try:
                 found[0].load()
                 status.loads = True
-            except Exception as exc:  # noqa: BLE001 - reported to the user as-is
+            except Exception as exc:
                 status.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
         statuses.append(status)
     return statuses

@@ -112,6 +112,5 @@ def test_accelerators_do_not_nest():
 
 
 def test_unknown_flavour_is_rejected():
-    with pytest.raises(SimulatorError, match="unknown accelerator flavour 'tpu'"):
-        with simulated_accelerator("tpu"):
-            pass
+    with pytest.raises(SimulatorError, match="unknown accelerator flavour 'tpu'"), simulated_accelerator("tpu"):
+        pass
