@@ -17,7 +17,8 @@ def test_events_belong_to_the_open_step_or_outside():
     assert [s.kind for s in ledger.steps] == [StepKind.PREFILL, StepKind.DECODE]
     assert ledger.counts(StepKind.DECODE) == {"event_sync": 1, "blocking_readback": 1}
     assert ledger.counts() == {"event_sync": 2, "blocking_readback": 1, "device_sync": 1}
-    assert ledger.outside[0].step is None and ledger.outside[0].step_kind is StepKind.OUTSIDE
+    assert ledger.outside[0].step is None
+    assert ledger.outside[0].step_kind is StepKind.OUTSIDE
     assert ledger.steps[0].meta == {"num_reqs": 2}
 
 
@@ -26,7 +27,8 @@ def test_step_kind_can_be_corrected_at_end_and_events_follow():
     ledger.begin_step(StepKind.DECODE)
     ledger.record(SyncKind.EVENT_SYNC, "x", site=SITE)
     step = ledger.end_step(StepKind.MIXED)
-    assert step.kind is StepKind.MIXED and step.events[0].step_kind is StepKind.MIXED
+    assert step.kind is StepKind.MIXED
+    assert step.events[0].step_kind is StepKind.MIXED
 
 
 def test_classify_names_steps_from_token_counts():
