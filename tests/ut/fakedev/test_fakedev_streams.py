@@ -110,9 +110,12 @@ def test_torch_is_restored_when_the_body_raises():
 
 
 def test_accelerators_do_not_nest():
-    with simulated_accelerator("cuda"), pytest.raises(SimulatorError, match="do not nest"):
-        with simulated_accelerator("npu"):
-            pass
+    with (
+        simulated_accelerator("cuda"),
+        pytest.raises(SimulatorError, match="do not nest"),
+        simulated_accelerator("npu"),
+    ):
+        pass
 
 
 def test_unknown_flavour_is_rejected():
