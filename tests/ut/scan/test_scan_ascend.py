@@ -1,0 +1,34 @@
+"""Real-world proof: vllm-ascend 0.23.0.post1 (before PR #13382) waits on
+``num_computed_tokens_event`` every step of the V2 runner, without speculation."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncgate.scan.engine import scan
+
+pytestmark = pytest.mark.needs_sdist
+
+
+def test_update_seq_lens_cpu_event_wait_is_flagged(ascend_before_source, vllm_worker_dir):
+    ascend_worker = ascend_before_source / "vllm_ascend" / "worker"
+    result = scan(
+        [str(ascend_worker), str(vllm_worker_dir)],
+        entries=["NPUModelRunner.execute_model", "NPUModelRunner.sample_tokens"],
+    )
+    hits = [
+        f for f in result.findings
+        if f.qualname == "NPUModelRunner._update_seq_lens_cpu" and f.kind == "event_sync"
+    ]
+    assert len(hits) == 1
+    finding = hits[0]
+    assert finding.runner == "vllm_ascend.worker.v2.model_runner:NPUModelRunner"
+    assert finding.guard == "none"
+    assert finding.code == "self.num_computed_tokens_event.synchronize()"
+    # reached from the V2 step that NPUModelRunner inherits from vLLM's MRV2 runner
+    assert finding.path == (
+        "GPUModelRunner.execute_model",
+        "NPUModelRunner.prepare_inputs",
+        "NPUModelRunner._update_seq_lens_cpu",
+    )
+    assert result.exit_code == 1
