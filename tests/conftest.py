@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 DATA_DIR = Path(__file__).parent / "data"
 
 
