@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from _table import emit
-
 from syncgate.scan.engine import scan
 
 
