@@ -1,0 +1,140 @@
+"""Guard evaluation and host/device inference, expression by expression."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from syncgate.errors import ConfigError
+from syncgate.scan.config import load_config, parse_config
+from syncgate.scan.guards import Guard, GuardEvaluator
+from syncgate.scan.values import Facts, Pin, Place, ValueModel
+
+CONFIG = load_config()
+
+
+def truth(expression: str, facts: Facts | None = None) -> tuple[bool | None, str | None]:
+    result = GuardEvaluator(CONFIG, facts or Facts()).evaluate(ast.parse(expression, mode="eval").body)
+    return result.value, result.guard.value if result.guard else None
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("self.speculator is not None", (False, "speculation")),
+        ("self.speculator is None", (True, "speculation")),
+        ("self.num_spec_tokens > 0", (False, "speculation")),
+        ("num_spec_tokens == 0", (True, "speculation")),
+        ("self.speculative_config.method == 'eagle'", (False, "speculation")),
+        ("isinstance(self.drafter, object)", (False, "speculation")),
+        ("not self.use_async_scheduling", (False, "async_scheduling")),
+        ("self.scheduler_config.async_scheduling", (True, "async_scheduling")),
+        ("is_profile", (False, "warmup")),
+        ("self.use_async_scheduling and self.speculator is not None", (False, "speculation")),
+        ("self.speculator is not None or not self.use_async_scheduling", (False, "speculation")),
+        ("self.speculator is None or logprobs", (True, "speculation")),
+        ("logprobs is not None", (None, None)),
+        ("self.kv_cache_spec is not None", (None, None)),  # "spec" alone is not speculation
+        ("self.speculator is not None and logprobs", (False, "speculation")),
+        ("logprobs and self.use_async_scheduling", (None, None)),
+    ],
+)
+def test_condition_in_the_protected_configuration(expression, expected):
+    assert truth(expression) == expected
+
+
+def test_attribute_created_only_under_async_scheduling_is_present():
+    facts = Facts(presence={"prepare_event": (True, "async_scheduling")})
+    assert truth("self.prepare_event is not None", facts) == (True, "async_scheduling")
+    assert truth("self.prepare_event is None", facts) == (False, "async_scheduling")
+
+
+def test_guard_order_weakest_first():
+    assert [g.value for g in sorted(Guard, key=lambda g: g.rank)] == [
+        "none", "allowed", "warmup", "async_scheduling", "speculation"
+    ]
+
+
+def places(source: str, facts: Facts | None = None) -> dict[str, Place]:
+    """Place of the last expression of each ``probe_*`` line in one function."""
+    function = ast.parse(source).body[0]
+    model = ValueModel(CONFIG, facts or Facts())
+    model.bind_function(function)
+    found = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and node.targets[0].id.startswith("probe_"):
+            found[node.targets[0].id] = model.place(node.value)
+    return found
+
+
+def test_host_and_device_inference():
+    source = '''
+def f(self, sampled: torch.Tensor, positions: np.ndarray, n: int, other):
+    cu = np.cumsum(positions)
+    host = sampled.cpu()
+    buf = torch.empty(4, dtype=torch.int64)
+    dev = torch.zeros(4, device=self.device)
+    probe_param = sampled
+    probe_numpy = positions[0]
+    probe_cumsum = cu[-1]
+    probe_cpu_result = host[0]
+    probe_shape = sampled.shape[0]
+    probe_suffix = self.token_ids_cpu[:n]
+    probe_np_attr = self.buffer.np[:n]
+    probe_gpu_attr = self.buffer.gpu[:n]
+    probe_alloc_host = buf
+    probe_alloc_device = dev
+    probe_to_cpu = sampled.to("cpu", non_blocking=True)
+    probe_unknown = other
+    probe_sum = dev.sum()
+'''
+    found = places(source)
+    assert found == {
+        "probe_param": Place.DEVICE,
+        "probe_numpy": Place.HOST,
+        "probe_cumsum": Place.HOST,
+        "probe_cpu_result": Place.HOST,
+        "probe_shape": Place.HOST,
+        "probe_suffix": Place.HOST,
+        "probe_np_attr": Place.HOST,
+        "probe_gpu_attr": Place.DEVICE,
+        "probe_alloc_host": Place.HOST,
+        "probe_alloc_device": Place.DEVICE,
+        "probe_to_cpu": Place.HOST,
+        "probe_unknown": Place.UNKNOWN,
+        "probe_sum": Place.DEVICE,
+    }
+
+
+def test_pinning_inference():
+    function = ast.parse('''
+def f(self):
+    a = torch.empty(4, pin_memory=True)
+    b = torch.empty(4, pin_memory=self.pin_memory)
+    c = torch.empty(4)
+    d = torch.from_numpy(x)
+    e = torch.empty(4).pin_memory()
+''').body[0]
+    model = ValueModel(CONFIG, Facts(pin={"pinned_buf": Pin.PINNED}))
+    model.bind_function(function)
+    pins = {name: model.pin(ast.Name(name)) for name in "abcde"}
+    assert pins == {"a": Pin.PINNED, "b": Pin.PINNED, "c": Pin.PAGEABLE, "d": Pin.PAGEABLE,
+                    "e": Pin.PINNED}
+    assert model.pin(ast.parse("self.pinned_buf[:3]", mode="eval").body) is Pin.PINNED
+
+
+def test_config_rejects_unknown_keys_and_bad_values():
+    good = {
+        "entries": {"classes": ["*Runner"], "methods": ["step"]},
+        "guards": {k: [] for k in ("speculation", "async_scheduling", "warmup",
+                                   "warmup_functions", "allowed_contexts")},
+        "values": {"host": [], "device": []},
+    }
+    assert parse_config(good, "x.toml").entry_methods == ("step",)
+    with pytest.raises(ConfigError, match=r"entries\.colour: unknown key"):
+        parse_config({**good, "entries": {**good["entries"], "colour": []}}, "x.toml")
+    with pytest.raises(ConfigError, match=r"values\.host: must be a list of non-empty strings"):
+        parse_config({**good, "values": {"host": "x_cpu", "device": []}}, "x.toml")
+    with pytest.raises(ConfigError, match="guards: missing table"):
+        parse_config({k: v for k, v in good.items() if k != "guards"}, "x.toml")
