@@ -1,0 +1,97 @@
+"""Node ids from a log are claims; the locally collected test tree is the truth.
+
+Nothing taken from a CI log reaches pytest unless it is a node id (or a file) that pytest itself
+collected here, so a crafted log cannot smuggle options or paths into the rerun: the argv the
+engine builds holds only strings that came back from ``pytest --collect-only``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from syncgate.repro.junit import junit_address
+from syncgate.repro.logs import TextScanner, clean_line
+from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.runner import Runner, check_exit
+
+_SAFE = re.compile(r"^[^\s\-/\x00][^\x00\n\r]*$")
+
+
+def file_of(nodeid: str) -> str:
+    """The file part of a node id (``a/b.py::K::t[x]`` -> ``a/b.py``)."""
+    return nodeid.split("::", 1)[0]
+
+
+def plausible(nodeid: str) -> bool:
+    """A shape check before anything touches the filesystem: relative ``*.py`` path, no option."""
+    path = file_of(nodeid)
+    return (bool(_SAFE.match(nodeid)) and path.endswith(".py")
+            and ".." not in path.split("/") and not path.startswith("~"))
+
+
+@dataclass
+class LocalTree:
+    """What ``pytest --collect-only`` found for the files the log names."""
+
+    nodeids: set[str] = field(default_factory=set)
+    files: set[str] = field(default_factory=set)  # files that exist locally
+    errors: dict[str, str] = field(default_factory=dict)  # file -> collection problem
+    by_address: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def has(self, target: str) -> bool:
+        """A node id collected here, or a file with at least one collected test."""
+        if target in self.nodeids:
+            return True
+        prefix = target + "::"
+        return "::" not in target and any(n.startswith(prefix) for n in self.nodeids)
+
+    def resolve(self, failure: CiFailure) -> str:
+        """The local node id for a failure (xunit2 addresses are mapped through the tree)."""
+        if failure.address is not None and failure.outcome is not Outcome.COLLECTION_ERROR:
+            return self.by_address.get(failure.address, failure.nodeid)
+        return failure.nodeid
+
+
+def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
+    """Node ids (``-q`` listing) and collection errors from ``pytest --collect-only -q`` output."""
+    nodeids: set[str] = set()
+    listing = True
+    errors_log = CiLog(source="collect", format="pytest")
+    scanner = TextScanner(errors_log)
+    for raw in text.splitlines():
+        line = clean_line(raw)
+        if listing:
+            if not line.strip():
+                listing = False
+                continue
+            if "::" in line and not line.startswith(("=", "_", "ERROR", "FAILED")):
+                nodeids.add(line.rstrip())
+                continue
+            listing = False
+        scanner.feed(line)
+    errors = {f.nodeid: f.detail or "error collecting" for f in errors_log.failures
+              if f.outcome is Outcome.COLLECTION_ERROR}
+    return nodeids, errors
+
+
+def collect(runner: Runner, candidates: Iterable[str]) -> LocalTree:
+    """Collect the files named by ``candidates`` (node ids or files) in the runner's tree."""
+    files = sorted({file_of(c) for c in candidates if plausible(c)})
+    tree = LocalTree()
+    if not files:
+        return tree
+    tree.files = runner.existing(files)
+    if not tree.files:
+        return tree
+    args = ["--collect-only", "-q", "-rfE", "-p", "no:randomly",
+            "--continue-on-collection-errors", *sorted(tree.files)]
+    result = check_exit(runner.pytest(args), runner.description)
+    tree.nodeids, tree.errors = parse_collect_output(result.output)
+    if result.exit_code not in (0, 1, 2, 5) and not tree.nodeids:
+        tree.errors.update(dict.fromkeys(tree.files, f"collection exited {result.exit_code}"))
+    tree.by_address = {junit_address(n): n for n in tree.nodeids}
+    for path in tree.files:
+        tree.by_address.setdefault(junit_address(path), path)
+    return tree

@@ -1,0 +1,181 @@
+"""pytest plugin that repeats selected tests in one session, for ``syncgate repro``.
+
+It is loaded with ``-p`` into the pytest run that does the reruns (locally, or copied into a
+container where syncgate may not be installed), so it imports only the standard library and
+pytest. Its instructions come from a JSON plan named by ``SYNCGATE_REPRO_PLAN``:
+
+``{"mode": "isolation"|"replay", "runs": N, "targets": [...], "blocks": [...],
+"results": PATH, "settled": PATH, "broken_after": K}``
+
+- isolation: every target (a node id, or a file for per-file CI runners) is cloned N times,
+  run r of all targets before run r+1, so xdist spreads the copies over workers.
+- replay: every block ``{"target": t, "sequence": [pred, ..., t]}`` is cloned N times, in CI
+  order; the engine runs it without xdist, one process per block, so nothing but the block's own
+  predecessors can leave state behind. (xdist's ``loadgroup`` cannot pin copies here: with
+  pytest 9 its node id suffix no longer reaches the scheduler.)
+
+Each copy runs with ``SYNCGATE_REPRO_RUN`` set to its run index. The controlling process writes
+one JSON line per report to ``results``; once a target's verdict can no longer change it lists
+the target in ``settled`` and workers skip its remaining copies (early stop).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+PLAN_ENV = "SYNCGATE_REPRO_PLAN"
+RUN_ENV = "SYNCGATE_REPRO_RUN"
+_TARGET = "syncgate_target"
+_RUN = "syncgate_run"
+_LONGREPR_CHARS = 6000
+
+
+def _matches(nodeid: str, target: str) -> bool:
+    return nodeid == target or nodeid.startswith(target + "::")
+
+
+def _clone(item: pytest.Item) -> pytest.Item:
+    """A second, independent item for the same test function and parameters."""
+    if not isinstance(item, pytest.Function):
+        raise pytest.UsageError(f"syncgate repro: cannot repeat {item.nodeid} (not a function)")
+    return pytest.Function.from_parent(
+        item.parent,
+        name=item.name,
+        callspec=getattr(item, "callspec", None),
+        fixtureinfo=item._fixtureinfo,
+        originalname=item.originalname,
+    )
+
+
+class ReproPlugin:
+    """Collection-time cloning, run-index export, result recording and early stop."""
+
+    def __init__(self, config: pytest.Config, plan: dict[str, Any]) -> None:
+        self.config = config
+        self.plan = plan
+        self.is_worker = hasattr(config, "workerinput")
+        self.settled: set[str] = set()
+        self._settled_mtime = -1
+        self.tally: dict[str, list[int]] = {}  # target -> [failed runs, passed runs]
+        self._runs: dict[tuple[str, int], bool] = {}  # (target, run) -> failed so far
+        self._results = None
+        if not self.is_worker:
+            self._results = open(plan["results"], "a", encoding="utf-8")  # noqa: SIM115
+
+    # -- collection --------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        runs = int(self.plan["runs"])
+        if self.plan["mode"] == "replay":
+            units = [(block["target"], list(block["sequence"])) for block in self.plan["blocks"]]
+        else:
+            units = [(target, [target]) for target in self.plan["targets"]]
+        by_nodeid: dict[str, list[pytest.Item]] = {}
+        for wanted in {n for _, seq in units for n in seq}:
+            by_nodeid[wanted] = [it for it in items if _matches(it.nodeid, wanted)]
+        planned: list[pytest.Item] = []
+        used: set[int] = set()
+        for run in range(1, runs + 1):
+            for target, sequence in units:
+                for nodeid in sequence:
+                    for original in by_nodeid[nodeid]:
+                        copy = original if id(original) not in used else _clone(original)
+                        used.add(id(original))
+                        copy.user_properties.append((_TARGET, target))
+                        copy.user_properties.append((_RUN, run))
+                        copy.user_properties.append(("syncgate_role",
+                                                     "target" if nodeid == target else "before"))
+                        planned.append(copy)
+        items[:] = planned
+
+    # -- running -----------------------------------------------------------------------------
+    def _refresh_settled(self) -> None:
+        path = self.plan.get("settled")
+        if not path:
+            return
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime != self._settled_mtime:
+            self._settled_mtime = mtime
+            with open(path, encoding="utf-8") as handle:
+                self.settled = {line.rstrip("\n") for line in handle if line.strip()}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
+        props = dict(item.user_properties)
+        self._refresh_settled()
+        if props.get(_TARGET) in self.settled:
+            return True  # early stop: the verdict is in, skip this copy without a report
+        os.environ[RUN_ENV] = str(props.get(_RUN, 0))
+        return None
+
+    # -- recording (controller or single process only) ----------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._results is None:
+            return
+        props = dict(report.user_properties)
+        target, run = props.get(_TARGET), props.get(_RUN)
+        if target is None:
+            return
+        record = {
+            "target": target,
+            "run": run,
+            "role": props.get("syncgate_role"),
+            "nodeid": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "worker": getattr(report, "worker_id", None) or "main",
+            "duration": report.duration,
+        }
+        if report.failed:
+            record["longrepr"] = str(report.longrepr)[-_LONGREPR_CHARS:]
+        self._results.write(json.dumps(record) + "\n")
+        self._results.flush()
+        if props.get("syncgate_role") == "target":
+            self._account(str(target), int(run), report)
+
+    def _account(self, target: str, run: int, report: pytest.TestReport) -> None:
+        """Track run outcomes of single-test targets and publish settled verdicts."""
+        if "::" not in target or not self.plan.get("settled"):
+            return  # a whole file is one run only when all its tests are done: no early stop
+        key = (target, run)
+        if report.failed and not self._runs.get(key):
+            self._runs[key] = True
+            self.tally.setdefault(target, [0, 0])[0] += 1
+        elif report.when == "teardown" and key not in self._runs:
+            self._runs[key] = False
+            self.tally.setdefault(target, [0, 0])[1] += 1
+        failed, passed = self.tally.get(target, [0, 0])
+        if self.plan["mode"] == "replay":
+            settled = failed >= 1
+        else:
+            settled = (failed and passed) or (failed >= int(self.plan["broken_after"])
+                                              and not passed)
+        if settled and target not in self.settled:
+            self.settled.add(target)
+            tmp = self.plan["settled"] + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write("".join(t + "\n" for t in sorted(self.settled)))
+            os.replace(tmp, self.plan["settled"])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self) -> Generator[None, None, None]:
+        yield
+        if self._results is not None:
+            self._results.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get(PLAN_ENV)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as handle:
+        plan = json.load(handle)
+    config.pluginmanager.register(ReproPlugin(config, plan), "syncgate-repro")
