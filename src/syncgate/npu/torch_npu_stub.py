@@ -14,8 +14,10 @@ is visible in a failure rather than silently computing something.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import sys
 import types
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -59,9 +61,11 @@ def is_stub(module: object) -> bool:
 
 
 def install() -> types.ModuleType:
-    """Put the stub modules in ``sys.modules`` (idempotent) and name torch's private backend
-    ``npu`` as torch_npu would; returns the ``torch_npu`` stub. A real torch_npu already imported
-    is left alone and returned."""
+    """Put the stubs in ``sys.modules`` (idempotent) and name torch's private backend ``npu`` as
+    torch_npu would; returns the ``torch_npu`` stub. A real torch_npu already imported is left
+    alone and returned. Besides torch_npu and CANN's ``acl``, like upstream's UT set-up: Triton's
+    device query (no NPU to ask), the Mooncake transfer engine, and ``vllm_ascend._build_info``
+    when the tree was never built; each only when the real one is absent."""
     present = sys.modules.get("torch_npu")
     if present is not None:
         return present
@@ -75,18 +79,44 @@ def install() -> types.ModuleType:
     npu = modules["torch_npu.npu"]
     npu.is_available = lambda: False
     npu.device_count = lambda: 0
+    if importlib.util.find_spec("triton") is not None and "triton.runtime" not in sys.modules:
+        runtime = _module("triton.runtime")
+        runtime.driver.active.utils.get_device_properties.return_value = {
+            "num_aic": 8, "num_vectorcore": 8,
+        }
+        modules["triton.runtime"] = runtime
+    if importlib.util.find_spec("mooncake") is None:
+        modules["mooncake"] = _module("mooncake")
+        modules["mooncake.engine"] = _module("mooncake.engine")
+    if not _built("vllm_ascend"):
+        build_info = _module("vllm_ascend._build_info")
+        build_info.__device_type__ = "A2"
+        modules["vllm_ascend._build_info"] = build_info
     sys.modules.update(modules)
+    _installed.update(modules)
     register_npu_device_name()
     if not hasattr(torch, "npu"):
         torch.npu = npu  # what torch_npu's import does; the simulator overrides it while active
     return root
 
 
+_installed: dict[str, types.ModuleType] = {}
+
+
+def _built(package: str) -> bool:
+    """Whether ``package`` has its build-time ``_build_info.py`` (found without importing it)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return True  # not installed here: nothing will import its build info
+    return any(Path(p, "_build_info.py").is_file() for p in spec.submodule_search_locations)
+
+
 def uninstall() -> None:
-    """Remove the stub modules (only stubs) and the ``torch.npu`` the stub set."""
-    for name in _MODULES:
-        if is_stub(sys.modules.get(name)):
+    """Remove the stub modules (only those still in place) and the ``torch.npu`` the stub set."""
+    for name, module in _installed.items():
+        if sys.modules.get(name) is module:
             del sys.modules[name]
+    _installed.clear()
     if is_stub(getattr(torch, "npu", None)):
         del torch.npu
 

@@ -31,10 +31,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
-# torch_npu names torch's private-use backend "npu" on import; without an NPU the stub does it.
-torch_npu_stub.register_npu_device_name()
-
-
 @pytest.fixture
 def after_fix_source() -> AscendSource:
     return AscendSource.at(AFTER_FIX)
@@ -87,6 +83,8 @@ def after_runner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         source = request.getfixturevalue("env_source")
     if mode == "import" and not importable_from(source):
         pytest.skip(f"vllm_ascend does not import from {source.root} here")
+    if mode == "import" and tree == "env" and shutil.which("npu-smi") is None:
+        torch_npu_stub.install()  # upstream's recipe for its CPU unit tests: no NPU, stub torch_npu
     before = set(sys.modules)
     yield load_runner_class(source, SimulatedGPUModelRunner, mode=mode)
     if tree == "fixture":  # the fixture package must not shadow a real vllm_ascend later

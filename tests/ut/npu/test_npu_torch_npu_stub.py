@@ -64,3 +64,22 @@ def test_a_real_torch_npu_is_left_alone(monkeypatch):
     assert torch_npu_stub.install() is real
     torch_npu_stub.uninstall()
     assert sys.modules["torch_npu"] is real
+
+
+@pytest.mark.usefixtures("clean_modules")
+@pytest.mark.parametrize("built", [False, True])
+def test_build_info_is_stubbed_only_for_an_unbuilt_tree(tmp_path, monkeypatch, built):
+    package = tmp_path / "vllm_ascend"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    if built:
+        (package / "_build_info.py").write_text("__device_type__ = 'A3'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    torch_npu_stub.install()
+    stubbed = sys.modules.get("vllm_ascend._build_info")
+    if built:
+        assert stubbed is None
+    else:
+        assert stubbed.__device_type__ == "A2"
+    torch_npu_stub.uninstall()
+    assert "vllm_ascend._build_info" not in sys.modules
