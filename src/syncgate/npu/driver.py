@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from syncgate.audit.events import CallSite, SyncKind, caller_site
+from syncgate.audit.events import CallSite, SyncEvent, SyncKind, caller_site
 from syncgate.fakedev import SimulatedAccelerator, is_device, simulated_accelerator
 from syncgate.npu.harness import bind, cuda_mapped_to_npu
 from syncgate.npu.scheduler import Action, PlannedStep, ToyScheduler
@@ -36,12 +36,12 @@ class StepRecord:
     req_ids: list[str]
     seq_lens: list[int]
     expected: list[int]
-    counts: dict[str, int]
+    syncs: list[SyncEvent]  # the ledger's host waits in this step
     d2h_copies: list[CallSite] = field(default_factory=list)
 
     @property
-    def event_syncs(self) -> int:
-        return self.counts.get(SyncKind.EVENT_SYNC.value, 0)
+    def event_sync_sites(self) -> list[CallSite]:
+        return [e.site for e in self.syncs if e.kind is SyncKind.EVENT_SYNC]
 
     @property
     def matches(self) -> bool:
@@ -107,7 +107,7 @@ def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> St
         req_ids=list(planned.req_ids),
         seq_lens=seq_lens,
         expected=planned.expected_seq_lens,
-        counts=step.counts(),
+        syncs=list(step.events),
         d2h_copies=list(watch.sites),
     )
 
@@ -121,7 +121,7 @@ def read_device_counts(runner: Any) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Violation:
-    """One breach of the seed-3 property: ``rule`` is ``a``, ``b`` or ``c`` (see ``check_seed3``)."""
+    """One breach of the seed-3 property; ``rule`` is ``a``, ``b`` or ``c`` (``check_seed3``)."""
 
     rule: str
     step: int
@@ -164,15 +164,17 @@ def check_seed3(records: Iterable[StepRecord]) -> list[Violation]:
     found: list[Violation] = []
     for rec in records:
         if not rec.speculative:
-            if rec.event_syncs:
-                found.append(Violation("a", rec.index, f"{rec.event_syncs} event synchronize"))
+            if rec.event_sync_sites:
+                where = _where(rec.event_sync_sites)
+                found.append(Violation("a", rec.index, f"event synchronize at {where}"))
             if rec.d2h_copies:
-                where = ", ".join(str(s) for s in rec.d2h_copies)
+                where = _where(rec.d2h_copies)
                 found.append(Violation("a", rec.index, f"device-to-host copy at {where}"))
-        elif not (rec.event_syncs and rec.d2h_copies):
+        elif not (rec.event_sync_sites and rec.d2h_copies):
             found.append(Violation(
                 "c", rec.index,
-                f"{rec.event_syncs} event syncs, {len(rec.d2h_copies)} D2H copies with speculation",
+                f"with speculation: {len(rec.event_sync_sites)} event synchronize,"
+                f" {len(rec.d2h_copies)} device-to-host copies (expected both)",
             ))
         if not rec.matches:
             found.append(Violation(
@@ -180,3 +182,7 @@ def check_seed3(records: Iterable[StepRecord]) -> list[Violation]:
                 f" for {rec.req_ids}",
             ))
     return found
+
+
+def _where(sites: list[CallSite]) -> str:
+    return ", ".join(sorted({str(site) for site in sites}))

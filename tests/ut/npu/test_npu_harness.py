@@ -64,7 +64,8 @@ def test_version_comes_from_the_tree(after_fix_source, tmp_path):
 
 
 def test_not_a_vllm_ascend_tree(tmp_path):
-    with pytest.raises(UnsupportedLayoutError, match=r"^unsupported vllm-ascend layout: no vllm_ascend/"):
+    expected = r"^unsupported vllm-ascend layout: no vllm_ascend/"
+    with pytest.raises(UnsupportedLayoutError, match=expected):
         AscendSource.at(tmp_path)
 
 

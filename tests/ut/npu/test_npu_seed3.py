@@ -91,14 +91,15 @@ def test_before_violation_names_the_upstream_lines(before_source):
     assert copy_sites == {
         "vllm_ascend.worker.v2.model_runner:NPUModelRunner._copy_num_computed_tokens_to_cpu"
     }
-    assert all(r.event_syncs == 1 for r in result.records)
+    assert all(len(r.event_sync_sites) == 1 for r in result.records)
 
 
 # --- mutants of the after-fix shape: each one must be caught ------------------------------------
 MUTANTS = {
     # The 'before' shape, reachable without the sdist: copy after every step.
     "copy-always": (
-        "        if self.speculator is not None:\n            self._copy_num_computed_tokens_to_cpu()",
+        "        if self.speculator is not None:\n"
+        "            self._copy_num_computed_tokens_to_cpu()",
         "        self._copy_num_computed_tokens_to_cpu()",
         {0: {"a"}, SPEC_STEPS: set()},
     ),
@@ -107,7 +108,8 @@ MUTANTS = {
         "        if self.speculator is not None:\n"
         "            # The copy issued after the last step's sampling must have landed.\n"
         "            self.num_computed_tokens_event.synchronize()",
-        "        self.num_computed_tokens_event.synchronize()\n        if self.speculator is not None:",
+        "        self.num_computed_tokens_event.synchronize()\n"
+        "        if self.speculator is not None:",
         {0: {"a"}, SPEC_STEPS: set()},
     ),
     # Without speculation, keep last step's CPU value instead of the scheduler's fresh one.
