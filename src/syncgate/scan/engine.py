@@ -9,6 +9,7 @@ strongest condition): one unguarded path is enough to put the sync on the protec
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections import deque
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from syncgate.scan.config import ScanConfig, load_config
 from syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
 from syncgate.scan.sources import ClassInfo, FunctionInfo, Problem, SourceIndex, build_index
-from syncgate.scan.values import Facts, Pin, Place, ValueModel
+from syncgate.scan.values import Facts, Pin, Place, ValueModel, is_none
 
 Node = tuple[ClassInfo | None, FunctionInfo]
 
@@ -162,22 +163,24 @@ class _Analysis:
         self.index = index
         self.config = config
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
-        learn = self._walker(Facts())
+        learn = self._walker(Facts(), None)
         methods = [m for c in index.classes for m in c.methods.values()]
         assignments = [a for fn in methods for a in learn.walk(fn.node, sites=False).assignments]
         # pass 2, on demand: sites and calls of the functions the search reaches
-        self._walker_with_facts = self._walker(_attribute_facts(assignments))
+        facts = _attribute_facts(assignments)
+        self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard, int]]] = {}
 
     def facts(self, function: FunctionInfo) -> FunctionFacts:
         found = self._facts.get(id(function))
         if found is None:
-            found = self._facts[id(function)] = self._walker_with_facts.walk(function.node)
+            walker = self._walker_with_facts
+            found = self._facts[id(function)] = walker.walk(function.node, context=function)
         return found
 
-    def _walker(self, facts: Facts) -> FunctionWalker:
-        values = ValueModel(self.config, facts)
+    def _walker(self, facts: Facts, returns: _ReturnPlaces | None) -> FunctionWalker:
+        values = ValueModel(self.config, facts, returns)
         return FunctionWalker(self.config, values, GuardEvaluator(self.config, facts))
 
     def _warmup(self, function: FunctionInfo) -> bool:
@@ -332,6 +335,87 @@ class _Analysis:
             conditions=tuple(conditions),
             reason=reason,
         )
+
+
+class _ReturnPlaces:
+    """Where the value a scanned function returns lives, for the value model of its callers.
+
+    Follows module functions and ``self.`` methods (resolved from the caller's class), through
+    returned tuples item by item and through calls returned as they are: enough to see that
+    ``coordinate_batch_across_dp`` hands back a CPU tensor two helpers down.
+    """
+
+    _MAX_DEPTH = 6
+
+    def __init__(self, index: SourceIndex, config: ScanConfig, facts: Facts) -> None:
+        self.index = index
+        self.config = config
+        self.facts = facts
+        self._cache: dict[tuple[int, int | None], Place] = {}
+        self._active: set[tuple[int, int | None]] = set()
+
+    def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
+        target = self._target(context, call) if isinstance(context, FunctionInfo) else None
+        if target is None:
+            return Place.UNKNOWN
+        key = (id(target), element)
+        if key in self._cache:
+            return self._cache[key]
+        if key in self._active or len(self._active) >= self._MAX_DEPTH:
+            return Place.UNKNOWN  # recursion, or too deep to be worth it
+        self._active.add(key)
+        try:
+            place = self._compute(target, element)
+        finally:
+            self._active.discard(key)
+        self._cache[key] = place
+        return place
+
+    def _target(self, caller: FunctionInfo, call: ast.Call) -> FunctionInfo | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.index.resolve_function(caller.module, func.id)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and caller.owner is not None
+        ):
+            return self.index.lookup(caller.owner, func.attr)
+        return None
+
+    def _compute(self, target: FunctionInfo, element: int | None) -> Place:
+        model = ValueModel(self.config, self.facts, self)
+        model.bind_function(target.node, target)
+        places = set()
+        for value in _returned_values(target.node.body):
+            if element is not None and isinstance(value, ast.Tuple):
+                value = value.elts[element] if element < len(value.elts) else None
+            elif element is not None and isinstance(value, ast.Call):
+                places.add(self(target, value, element))
+                continue
+            elif element is not None:
+                return Place.UNKNOWN  # a tuple built elsewhere: not followed
+            if value is not None and not is_none(value):
+                places.add(model.place(value))
+        return places.pop() if len(places) == 1 else Place.UNKNOWN
+
+
+def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
+    """Values of the ``return`` statements of one function, not of functions nested in it."""
+    found: list[ast.expr] = []
+    for node in body:
+        if isinstance(node, ast.Return):
+            if node.value is not None:
+                found.append(node.value)
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for field in ("body", "orelse", "finalbody"):
+                found.extend(_returned_values(getattr(node, field, []) or []))
+            for handler in getattr(node, "handlers", []):
+                found.extend(_returned_values(handler.body))
+            for case in getattr(node, "cases", []):
+                found.extend(_returned_values(case.body))
+    return found
 
 
 def _describe(condition: Condition) -> str:

@@ -93,9 +93,12 @@ class FunctionWalker:
         self.values = values
         self.guards = guards
 
-    def walk(self, node: FunctionNode, sites: bool = True) -> FunctionFacts:
-        """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only."""
-        self.values.bind_function(node)
+    def walk(self, node: FunctionNode, sites: bool = True, context: object = None) -> FunctionFacts:
+        """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only.
+
+        ``context`` identifies the function for the value model's return-value lookups.
+        """
+        self.values.bind_function(node, context)
         self.guards.bind_function(node)
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites

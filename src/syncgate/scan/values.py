@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from syncgate.scan.config import ScanConfig
@@ -64,6 +64,10 @@ _HOST_ANNOTATIONS = frozenset(
 )
 
 
+# (context of the calling function, the call, tuple item or None) -> place of the returned value
+Returns = Callable[[object, ast.Call, int | None], Place]
+
+
 def _combine(places: Iterable[Place]) -> Place:
     """Operands of one expression: any device operand makes a device result."""
     seen = set(places)
@@ -72,6 +76,13 @@ def _combine(places: Iterable[Place]) -> Place:
     if Place.HOST in seen:
         return Place.HOST
     return Place.UNKNOWN
+
+
+def _combine_strict(places: set[Place]) -> Place:
+    """No item: host; mixed items: device if any is, else unknown."""
+    if not places:
+        return Place.HOST
+    return Place.DEVICE if Place.DEVICE in places else Place.UNKNOWN
 
 
 def _agree(values: list[enum.Enum], unknown: enum.Enum) -> enum.Enum:
@@ -134,9 +145,11 @@ class Facts:
 class ValueModel:
     """Answers place/pin/kind questions inside one function."""
 
-    def __init__(self, config: ScanConfig, facts: Facts) -> None:
+    def __init__(self, config: ScanConfig, facts: Facts, returns: Returns | None = None) -> None:
         self.config = config
         self.facts = facts
+        self.returns = returns
+        self.context: object = None
         self.places: dict[str, Place] = {}
         self.pins: dict[str, Pin] = {}
         self.kinds: dict[str, str] = {}
@@ -144,9 +157,15 @@ class ValueModel:
 
     # -- building the local environment -------------------------------------------------------
 
-    def bind_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        """Bind to one function; its locals are inferred on the first question about a name."""
+    def bind_function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, context: object = None
+    ) -> None:
+        """Bind to one function; its locals are inferred on the first question about a name.
+
+        ``context`` is handed to ``returns`` so it can resolve calls made from this function.
+        """
         self._function: ast.FunctionDef | ast.AsyncFunctionDef | None = node
+        self.context = context
         self.places, self.pins, self.kinds = {}, {}, {}
 
     def _locals(self) -> None:
@@ -165,9 +184,14 @@ class ValueModel:
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
             for name, value, element in bindings:
-                place = self.place(value) if value is not None else Place.UNKNOWN
+                if is_none(value):
+                    continue  # x = None first, the real value later
                 if element == "range":
                     place = Place.HOST
+                elif element is not None and element.isdigit() and isinstance(value, ast.Call):
+                    place = self._returned(value, int(element))
+                else:
+                    place = self.place(value) if value is not None else Place.UNKNOWN
                 collected.setdefault(name, []).append(place)
                 if value is not None and element is None:
                     pins.setdefault(name, []).append(self.pin(value))
@@ -185,9 +209,15 @@ class ValueModel:
     # -- questions ----------------------------------------------------------------------------
 
     def place(self, node: ast.expr) -> Place:
-        if isinstance(node, ast.Constant | ast.JoinedStr | ast.List | ast.Tuple | ast.Dict
-                      | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp | ast.GeneratorExp):
+        if isinstance(node, ast.Constant | ast.JoinedStr):
             return Place.HOST
+        if isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict):
+            # a container is as host-side as its items: (ids_gpu, n)[0] is on the device
+            items = node.values if isinstance(node, ast.Dict) else node.elts
+            places = {self.place(item) for item in items if not is_none(item)}
+            return places.pop() if len(places) == 1 else _combine_strict(places)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return self.place(node.elt)
         if isinstance(node, ast.Name):
             self._locals()
             if node.id in self.places:
@@ -282,6 +312,12 @@ class ValueModel:
         device = keyword(call, "device")
         return device is None or (isinstance(device, ast.Constant) and device.value == "cpu")
 
+    def _returned(self, call: ast.Call, element: int | None) -> Place:
+        """What a scanned function returns (``element``: one item of a returned tuple)."""
+        if self.returns is None:
+            return Place.UNKNOWN
+        return self.returns(self.context, call, element)
+
     def _call_place(self, node: ast.Call) -> Place:
         func = node.func
         name = dotted(func)
@@ -308,9 +344,13 @@ class ValueModel:
                     return Place.HOST
                 receiver = self.place(func.value)
                 return Place.DEVICE if receiver is Place.HOST and node.args else receiver
+            if isinstance(func.value, ast.Name) and func.value.id == "self":
+                returned = self._returned(node, None)
+                if returned is not Place.UNKNOWN:
+                    return returned
             receiver = self.place(func.value)
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
-        return Place.UNKNOWN
+        return self._returned(node, None)
 
 
 def _annotation_place(annotation: ast.expr) -> Place:
@@ -362,6 +402,10 @@ def _bind(target: ast.expr, value: ast.expr) -> Iterable[tuple[str, ast.expr | N
         if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
             for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
                 yield from _bind(sub_target, sub_value)
+        elif isinstance(value, ast.Call):
+            for position, element in enumerate(target.elts):
+                for name in _names(element):
+                    yield name, value, str(position)  # item ``position`` of what the call returns
         else:
             for name in _names(target):
                 yield name, value, "element"

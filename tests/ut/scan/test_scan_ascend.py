@@ -7,7 +7,7 @@ import pytest
 
 from syncgate.scan.engine import scan
 
-pytestmark = pytest.mark.needs_sdist
+pytestmark = [pytest.mark.needs_sdist, pytest.mark.slow]
 
 
 def test_update_seq_lens_cpu_event_wait_is_flagged(ascend_before_source, vllm_worker_dir):
