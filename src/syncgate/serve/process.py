@@ -172,7 +172,9 @@ class ManagedServer:
         while True:
             code = self._proc.poll()
             if code is not None:
-                raise ServerStartError(self._death_message(f"exited with code {code} during start-up"))
+                error = ServerStartError(self._death_message(f"exited with code {code} during start-up"))
+                error.log_tail = self.tail()  # type: ignore[attr-defined]
+                raise error
             if self.healthy():
                 return
             now = time.monotonic()
@@ -197,7 +199,9 @@ class ManagedServer:
     def check_alive(self) -> None:
         """Raise with the log's telling line if the server died after start-up."""
         if self._proc is not None and self._proc.poll() is not None:
-            raise ServerError(self._death_message(f"exited with code {self._proc.returncode}"))
+            error = ServerError(self._death_message(f"exited with code {self._proc.returncode}"))
+            error.log_tail = self.tail()  # type: ignore[attr-defined]
+            raise error
 
     def _death_message(self, what: str) -> str:
         return f"server {self.name!r} {what}: {_headline(self.tail())} (log: {self.log_path})"

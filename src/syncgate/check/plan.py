@@ -1,0 +1,92 @@
+"""What a ``syncgate check`` run will do, settled before anything starts.
+
+Every input problem (unknown scenario, bad profile, missing model dir, unwritable report dir) is
+found here, so a bad invocation fails in a second with nothing started and nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from syncgate.audit.budgets import BudgetSet, builtin_budget_path, load_budgets
+from syncgate.errors import ProfileError, ReportDirError, UsageError
+from syncgate.models import ARCHES
+from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile
+from syncgate.serve.scenarios import SCENARIOS
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    groups: tuple[Group, ...]  # only the selected scenarios, empty groups dropped
+    model_dir: Path | None  # None: the profile's embedded recipe, built or reused from the cache
+    recipe: str | None
+    budgets: BudgetSet
+    report_dir: Path
+
+
+def make_plan(device: str | None, profile_path: str | None, model: str | None,
+              scenarios: list[str] | None, report_dir: str) -> Plan:
+    profile = load_profile(profile_path or builtin_profile_path(device or "cpu"))
+    if device is not None and profile_path is not None and profile.device != device:
+        raise UsageError(f"--device {device} contradicts {profile.source} (device = {profile.device})")
+    for i, group in enumerate(profile.groups):
+        for name in group.scenarios:
+            if name not in SCENARIOS:
+                raise ProfileError(profile.source, f"group[{i}].scenarios",
+                                   f"unknown scenario {name!r}")
+    groups = _select(profile, scenarios)
+    model_dir, recipe = _model(profile, model)
+    return Plan(profile, groups, model_dir, recipe, _budgets(profile),
+                prepare_report_dir(Path(report_dir)))
+
+
+def _select(profile: Profile, wanted: list[str] | None) -> tuple[Group, ...]:
+    if not wanted:
+        return profile.groups
+    known = {name for g in profile.groups for name in g.scenarios}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise UsageError(
+            f"--scenarios: unknown scenario {unknown[0]!r} for profile {profile.device} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    groups = []
+    for group in profile.groups:
+        picked = tuple(s for s in group.scenarios if s in wanted)
+        if picked:
+            groups.append(Group(group.name, group.flags, picked, group.speculation, group.env,
+                                group.note))
+    return tuple(groups)
+
+
+def _model(profile: Profile, model: str | None) -> tuple[Path | None, str | None]:
+    if model is not None:
+        return Path(model), None
+    if profile.model in ARCHES:
+        return None, profile.model
+    path = Path(profile.model)
+    return (path if path.is_absolute() else Path(profile.source).parent / path), None
+
+
+def _budgets(profile: Profile) -> BudgetSet:
+    if profile.budgets.endswith(".toml"):
+        path = Path(profile.budgets)
+        return load_budgets(path if path.is_absolute() else Path(profile.source).parent / path)
+    return load_budgets(builtin_budget_path(profile.budgets))
+
+
+def prepare_report_dir(path: Path) -> Path:
+    """Create the report dir and prove it is writable before any server starts."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".syncgate-probe-"):
+            pass
+    except OSError as exc:
+        raise ReportDirError(f"{path}: report directory is not writable ({exc.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ReportDirError(f"{path}: report directory is not writable")
+    return path

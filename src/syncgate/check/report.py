@@ -1,0 +1,224 @@
+"""The four faces of one check result: terminal table, report.json, junit.xml, syncs_per_step.png.
+
+JUnit uses the xunit1 shape with ``file`` and ``line`` on every testcase (the scenario's source),
+so CI annotators can point at code; the failure text names the sync call sites as file:line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from syncgate.audit.events import SYNC_KINDS
+from syncgate.check.judge import GroupVerdict, ScenarioVerdict, mean_per_step
+from syncgate.errors import ReportDirError
+
+_SHORT = {"device_sync": "dev", "stream_sync": "strm", "event_sync": "evt",
+          "blocking_readback": "read", "blocking_copy": "copy"}
+
+
+@dataclass
+class CheckResult:
+    env: dict[str, Any]
+    profile: dict[str, Any]
+    model: dict[str, Any]
+    scenarios: list[ScenarioVerdict]
+    groups: list[GroupVerdict]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(s.passed for s in self.scenarios) and all(g.passed for g in self.groups)
+
+
+def table(result: CheckResult) -> str:
+    """One row per scenario: parity, steps, decode syncs per step by kind, budget."""
+    kinds = " ".join(f"{_SHORT[k]:>5}" for k in SYNC_KINDS)
+    head = f"{'scenario':<38} {'gens':>4} {'parity':<10} {'steps':>5}  {kinds}  {'budget':<22} result"
+    lines = [head, "-" * len(head)]
+    for verdict in result.scenarios:
+        run = verdict.run
+        parity = "ok" if not (verdict.hf or verdict.peers) else (
+            f"{len(verdict.hf)}hf/{len(verdict.peers)}peer")
+        if verdict.tolerated and parity == "ok":
+            parity = f"ok~{len(verdict.tolerated)}"
+        means = mean_per_step(run.steps)
+        syncs = " ".join(f"{means[k]:>5.2f}" for k in SYNC_KINDS)
+        budget = verdict.budget.label if verdict.sync is None or verdict.sync.passed else (
+            f"{len(verdict.sync.breaches)} breach(es)")
+        if verdict.sync is None:
+            budget = "no steps"
+        lines.append(
+            f"{run.key:<38} {len(run.outcome.generations):>4} {parity:<10} {len(run.steps):>5}  "
+            f"{syncs}  {budget:<22} {'PASS' if verdict.passed else 'FAIL'}"
+        )
+    lines.append("(syncs: mean per decode step, allow-listed sites included)")
+    for group in result.groups:
+        if not group.passed:
+            lines.append(f"{group.run.group.name} (between scenarios): FAIL")
+    return "\n".join(lines)
+
+
+def failure_lines(result: CheckResult) -> list[str]:
+    lines = []
+    for verdict in result.scenarios:
+        lines += [f"{verdict.run.key}: {text}" for text in verdict.failures()]
+    for group in result.groups:
+        lines += [f"{group.run.group.name}: {p}" for p in group.problems]
+        lines += [f"{group.run.group.name} (between scenarios): budget {group.budget.label}: "
+                  f"{b.describe()}" for b in group.between.breaches]
+    return lines
+
+
+def to_json(result: CheckResult) -> dict[str, Any]:
+    return {
+        "passed": result.passed,
+        "env": result.env,
+        "profile": result.profile,
+        "model": result.model,
+        "timings_s": result.timings,
+        "groups": [
+            {
+                "name": g.run.group.name,
+                "flags": g.run.flags,
+                "note": g.run.group.note,
+                "runner": g.run.runner,
+                "speculation": g.run.speculation,
+                "budget": g.budget.label,
+                "startup_s": round(g.run.startup_s, 2),
+                "wall_s": round(g.run.wall_s, 2),
+                "peak_rss_bytes": g.run.peak_rss,
+                "log": str(g.run.log_path),
+                "audit_dir": str(g.run.audit_dir),
+                "between_scenarios": g.between.to_json(),
+                "problems": g.problems,
+                "passed": g.passed,
+            }
+            for g in result.groups
+        ],
+        "scenarios": [_scenario_json(v) for v in result.scenarios],
+    }
+
+
+def _scenario_json(verdict: ScenarioVerdict) -> dict[str, Any]:
+    run = verdict.run
+    file, line = run.scenario.location
+    return {
+        "key": run.key,
+        "group": run.group,
+        "scenario": run.scenario.name,
+        "summary": run.scenario.summary,
+        "file": file,
+        "line": line,
+        "passed": verdict.passed,
+        "duration_s": round(run.duration_s, 3),
+        "problems": verdict.problems,
+        "notes": run.outcome.notes,
+        "parity": {
+            "hf": [i.to_json() for i in verdict.hf],
+            "peers": [i.to_json() for i in verdict.peers],
+            "tolerated": [i.to_json() for i in verdict.tolerated],
+        },
+        "steps": dict(_count_kinds(run.steps)),
+        "mean_syncs_per_decode_step": mean_per_step(run.steps),
+        "budget": verdict.budget.label,
+        "sync_verdict": None if verdict.sync is None else verdict.sync.to_json(),
+        "generations": [g.to_json() for g in run.outcome.generations],
+    }
+
+
+def _count_kinds(steps: Sequence[Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step.kind.value] = counts.get(step.kind.value, 0) + 1
+    return counts
+
+
+def junit(result: CheckResult) -> ET.Element:
+    suite = ET.Element("testsuite", name="syncgate.check", tests=str(len(result.scenarios)),
+                       failures=str(sum(not v.passed for v in result.scenarios)))
+    for verdict in result.scenarios:
+        run = verdict.run
+        file, line = run.scenario.location
+        case = ET.SubElement(suite, "testcase", classname=f"syncgate.check.{run.group}",
+                             name=run.scenario.name, file=file, line=str(line),
+                             time=f"{run.duration_s:.3f}")
+        failures = verdict.failures()
+        if failures:
+            failure = ET.SubElement(case, "failure", message=failures[0][:500])
+            failure.text = "\n".join(failures)
+    for group in result.groups:
+        if not group.passed:
+            case = ET.SubElement(suite, "testcase", classname=f"syncgate.check.{group.run.group.name}",
+                                 name="between_scenarios", time="0")
+            lines = group.problems + [b.describe() for b in group.between.breaches]
+            ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
+    return suite
+
+
+def plot(result: CheckResult, path: Path) -> None:
+    """Stacked syncs per runner step, one panel per group, scenario boundaries marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [g.run for g in result.groups] or []
+    fig, axes = plt.subplots(max(1, len(groups)), 1, figsize=(11, 2.6 * max(1, len(groups))),
+                             squeeze=False)
+    for ax, group in zip(axes[:, 0], groups, strict=False):
+        steps = [s for run in group.scenarios for s in run.steps]
+        x = list(range(len(steps)))
+        bottom = [0] * len(steps)
+        for kind in SYNC_KINDS:
+            heights = [s.counts().get(kind, 0) for s in steps]
+            if any(heights):
+                ax.bar(x, heights, bottom=bottom, width=1.0, label=kind)
+                bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        at = 0
+        for run in group.scenarios:
+            ax.axvline(at - 0.5, color="grey", linewidth=0.6)
+            ax.text(at, ax.get_ylim()[1] * 0.95, run.scenario.name, fontsize=7, va="top")
+            at += len(run.steps)
+        ax.set_title(f"{group.group.name}: {' '.join(group.flags)}"[:110], fontsize=8)
+        ax.set_ylabel("syncs / step")
+        if any(bottom):
+            ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("runner step (worker journal order)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_reports(result: CheckResult, report_dir: Path) -> dict[str, Path]:
+    """Write all three files atomically (temp file + rename), so none is ever half-written."""
+    paths = {
+        "json": report_dir / "report.json",
+        "junit": report_dir / "junit.xml",
+        "png": report_dir / "syncs_per_step.png",
+    }
+    try:
+        _atomic(paths["json"], lambda p: p.write_text(json.dumps(to_json(result), indent=2) + "\n"))
+        _atomic(paths["junit"], lambda p: ET.ElementTree(junit(result)).write(
+            p, encoding="utf-8", xml_declaration=True))
+        _atomic(paths["png"], lambda p: plot(result, p))
+    except OSError as exc:
+        raise ReportDirError(f"{report_dir}: cannot write the report ({exc.strerror})") from None
+    return paths
+
+
+def _atomic(path: Path, write: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
