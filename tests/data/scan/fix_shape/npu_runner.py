@@ -3,7 +3,6 @@ D2H copy of num_computed_tokens and the event wait happen only when a speculator
 without one the host uses the scheduler's CPU mirror."""
 
 import torch
-
 from upstream_runner import GPUModelRunner
 
 
