@@ -26,7 +26,7 @@ RUNNER_FILE = Path("vllm_ascend", "worker", "v2", "model_runner.py")
 
 # Modest and deterministic: CI runs this on two cores and must not flake.
 settings.register_profile(
-    "syncgate-npu", max_examples=20, derandomize=True, deadline=None,
+    "syncgate-npu", max_examples=20, derandomize=True, deadline=None, database=None,
     # Fixtures here hand out classes and source trees, which no example mutates.
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
