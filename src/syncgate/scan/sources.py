@@ -147,10 +147,13 @@ def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
     cwd = Path.cwd()
     for raw in paths:
         path = Path(raw)
-        found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in found:
-            if any(part.startswith(".") or part == "__pycache__" for part in file.parts[-3:-1]):
-                continue
+        if not path.is_dir():
+            files.append((path, _display(path, cwd)))
+            continue
+        for file in sorted(path.rglob("*.py")):
+            folders = file.relative_to(path).parts[:-1]
+            if any(part.startswith(".") or part == "__pycache__" for part in folders):
+                continue  # .git, .venv, .tox inside a scanned tree
             files.append((file, _display(file, cwd)))
     return files
 

@@ -158,3 +158,20 @@ def test_output_file_is_written_whole(scan_data, tmp_path, run_scan):
 def test_scan_error_type_for_api_callers(tmp_path):
     with pytest.raises(ScanError):
         scan([str(tmp_path / "missing")])
+
+
+def test_hidden_folders_inside_a_tree_are_not_scanned(scan_data, tmp_path):
+    tree = tmp_path / "tree"
+    (tree / ".venv").mkdir(parents=True)
+    (tree / ".venv" / "broken.py").write_text("def (:\n")
+    (tree / "ok.py").write_text((scan_data / "fix_shape" / "upstream_runner.py").read_text())
+    result = scan([str(tree)])
+    assert result.files == 1
+    assert result.problems == []
+
+
+def test_a_folder_without_python_files_exits_2(tmp_path, run_scan):
+    (tmp_path / "notes.txt").write_text("nothing to scan")
+    code, _, err = run_scan(str(tmp_path))
+    assert code == 2
+    assert "nothing could be scanned" in err
