@@ -6,6 +6,7 @@ after the last server has stopped, because each wants both cores.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
@@ -16,9 +17,11 @@ from typing import Any
 from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
-from syncgate.check.run import GroupRun, run_group
+from syncgate.check.run import GroupRun, GroupSession, run_group
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity import Tolerance
+from syncgate.parity.reference import WarmReference
+from syncgate.serve.scenarios import load_prompts, reference_requests
 
 Say = Callable[[str], None]
 
@@ -71,22 +74,35 @@ def resolve_model(plan: Plan) -> tuple[ModelInfo, bool]:
 
 
 def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> CheckResult:
-    from syncgate.parity.reference import HFReference
+    """Run every group (``prestart`` servers booting ahead), then judge and return the result.
 
+    The HF reference warms up in a background thread meanwhile: server start-up is mostly one
+    busy core, and the reference uses the other.
+    """
     timings: dict[str, float] = {}
+    reference = WarmReference(model.path, reference_requests(*load_prompts()))
+    sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir) for g in plan.groups]
     groups: list[GroupRun] = []
-    for group in plan.groups:
-        run = run_group(plan.profile, group, model.path, plan.report_dir, say)
-        timings[f"group:{group.name}"] = round(run.wall_s, 2)
-        timings[f"server_start:{group.name}"] = round(run.startup_s, 2)
-        groups.append(run)
+    with contextlib.ExitStack() as stack:
+        for session in sessions:
+            stack.callback(session.stop)
+        for i, session in enumerate(sessions):
+            for ahead in sessions[i: i + 1 + plan.profile.prestart]:
+                if not ahead.server.alive():
+                    say(f"[{ahead.result.group.name}] starting vllm serve "
+                        f"{' '.join(ahead.result.flags)}")
+                    ahead.launch()
+            run = run_group(session, say)
+            timings[f"server_start:{run.group.name}"] = round(run.startup_s, 2)
+            timings[f"group:{run.group.name}"] = round(run.wall_s, 2)
+            groups.append(run)
     started = time.monotonic()
-    say(f"HF transformers fp32 greedy reference on {model.path}")
-    reference = HFReference(model.path)
+    say("judging parity against the HF transformers fp32 greedy reference")
     tolerance = Tolerance(**plan.profile.tolerance)  # type: ignore[arg-type]
-    scenarios, group_verdicts = judge(groups, reference, plan.budgets, mode=plan.profile.parity,
-                                      tolerance=tolerance, default_runner=plan.profile.runner)
-    timings["reference"] = round(time.monotonic() - started, 2)
+    scenarios, group_verdicts = judge(groups, reference.result(), plan.budgets,
+                                      mode=plan.profile.parity, tolerance=tolerance,
+                                      default_runner=plan.profile.runner)
+    timings["reference_after_servers"] = round(time.monotonic() - started, 2)
     return CheckResult(
         env=env,
         profile=plan.profile.to_json(),

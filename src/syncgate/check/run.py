@@ -1,7 +1,8 @@
 """Driving the servers: one ``vllm serve`` per group, its scenarios, and the audit journal slices.
 
 The live-audit plugin journals every runner step as it happens, so reading the journals between
-two scenarios tells which steps (and syncs) each scenario caused.
+two scenarios tells which steps (and syncs) each scenario caused. A :class:`GroupSession` is
+shared by ``syncgate check`` (all scenarios in a row) and the e2e tests (one test per scenario).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from syncgate.audit.ledger import Step
 from syncgate.errors import RequestError
 from syncgate.profiles import Group, Profile
 from syncgate.serve.client import OpenAIClient
-from syncgate.serve.process import tree_rss
+from syncgate.serve.process import ManagedServer, tree_rss
 from syncgate.serve.scenarios import SCENARIOS, Context, Outcome, Scenario, load_prompts
 from syncgate.serve.vllm import SERVED_MODEL_NAME, vllm_server
 from syncgate.vllm_plugin import ENV_AUDIT_DIR
@@ -73,58 +74,90 @@ class _Journal:
         return fresh
 
 
-def run_group(profile: Profile, group: Group, model_dir: Path, report_dir: Path,
-              say: Say) -> GroupRun:
-    """Start the group's server, run its scenarios in order, stop it (always)."""
-    slug = group.name
-    audit_dir = report_dir / "audit" / slug
-    audit_dir.mkdir(parents=True, exist_ok=True)
-    for stale in audit_dir.glob("*.jsonl"):
-        stale.unlink()
-    flags = profile.group_flags(group)
-    result = GroupRun(group, flags, report_dir / "logs" / f"{slug}.log", audit_dir)
-    env = {**os.environ, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve())}
-    server = vllm_server(model_dir, flags, env=env, log_path=result.log_path, name=slug,
-                         startup_timeout_s=profile.startup_timeout_s)
-    started = time.monotonic()
-    say(f"[{slug}] starting vllm serve {' '.join(flags)}")
-    with server:
+class GroupSession:
+    """One group's server with the audit armed; scenarios run one after another against it."""
+
+    def __init__(self, profile: Profile, group: Group, model_dir: Path, work_dir: Path) -> None:
+        audit_dir = work_dir / "audit" / group.name
+        audit_dir.mkdir(parents=True, exist_ok=True)
+        for stale in audit_dir.glob("*.jsonl"):
+            stale.unlink()
+        flags = profile.group_flags(group)
+        self.result = GroupRun(group, flags, work_dir / "logs" / f"{group.name}.log", audit_dir)
+        env = {**os.environ, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve())}
+        self.server: ManagedServer = vllm_server(
+            model_dir, flags, env=env, log_path=self.result.log_path, name=group.name,
+            startup_timeout_s=profile.startup_timeout_s,
+        )
+        self._journal = _Journal(audit_dir)
+        self._started = 0.0
+        self._stopped = False
+        short, long = load_prompts()
+        self._prompts = short, long
+        self._top_logprobs = 5 if profile.parity == "logprob" else 0
+        self._timeout = profile.request_timeout_s
+        self.context: Context | None = None
+
+    def launch(self) -> None:
+        self._started = time.monotonic()
+        self.server.launch()
+
+    def wait(self, say: Say) -> None:
+        name = self.result.group.name
         last = [0.0]
 
         def waiting(elapsed: float) -> None:
             if elapsed - last[0] >= 10:
                 last[0] = elapsed
-                say(f"[{slug}] waiting for /health ({elapsed:.0f} s)")
+                say(f"[{name}] waiting for /health ({elapsed:.0f} s)")
 
-        result.startup_s = server.start(waiting)
-        say(f"[{slug}] healthy after {result.startup_s:.1f} s on port {server.port}")
-        journal = _Journal(audit_dir)
-        result.unattributed += journal.new_steps()
-        short, long = load_prompts()
-        client = OpenAIClient(server.base_url, SERVED_MODEL_NAME, profile.request_timeout_s,
-                              top_logprobs=5 if profile.parity == "logprob" else 0)
-        context = Context(client, short, long)
-        for name in group.scenarios:
-            run = _run_scenario(slug, SCENARIOS[name], context)
-            result.peak_rss = max(result.peak_rss, tree_rss(server.pid))
-            if run.error is not None and not server.alive():
-                server.check_alive()  # the server died: stop here with its log's last word
-            run.steps = journal.new_steps()
-            result.scenarios.append(run)
-            state = "error" if run.error else f"{len(run.outcome.generations)} generations"
-            say(f"[{slug}] {name}: {state}, {len(run.steps)} steps, {run.duration_s:.1f} s")
-        result.unattributed += journal.new_steps()
-        result.runner, result.speculation = journal.runner, journal.speculation
-    result.wall_s = time.monotonic() - started
-    return result
+        self.result.startup_s = self.server.wait_healthy(waiting)
+        say(f"[{name}] healthy after {self.result.startup_s:.1f} s on port {self.server.port}")
+        self.result.unattributed += self._journal.new_steps()
+        client = OpenAIClient(self.server.base_url, SERVED_MODEL_NAME, self._timeout,
+                              top_logprobs=self._top_logprobs)
+        self.context = Context(client, *self._prompts)
+
+    def run(self, scenario: Scenario) -> ScenarioRun:
+        assert self.context is not None, "wait() first"
+        started = time.monotonic()
+        try:
+            outcome, error = scenario.run(self.context), None
+        except RequestError as exc:
+            outcome, error = Outcome(), str(exc)
+        run = ScenarioRun(self.result.group.name, scenario, outcome, time.monotonic() - started,
+                          error=error)
+        self.result.peak_rss = max(self.result.peak_rss, tree_rss(self.server.pid))
+        if error is not None:
+            self.server.check_alive()  # a dead server ends the run with its log's last word
+        run.steps = self._journal.new_steps()
+        self.result.scenarios.append(run)
+        return run
+
+    def stop(self) -> GroupRun:
+        if self._stopped:
+            return self.result
+        self._stopped = True
+        if self.server.alive():
+            self.result.unattributed += self._journal.new_steps()
+            self.result.runner = self._journal.runner
+            self.result.speculation = self._journal.speculation
+        self.server.stop()
+        if self._started:
+            self.result.wall_s = time.monotonic() - self._started
+        return self.result
 
 
-def _run_scenario(group: str, scenario: Scenario, context: Context) -> ScenarioRun:
-    started = time.monotonic()
+def run_group(session: GroupSession, say: Say) -> GroupRun:
+    """Wait for an already launched session's server, run its scenarios, stop it (always)."""
+    name = session.result.group.name
     try:
-        outcome = scenario.run(context)
-        error = None
-    except RequestError as exc:
-        outcome, error = Outcome(), str(exc)
-    return ScenarioRun(group, scenario, outcome, time.monotonic() - started, error=error)
-
+        session.wait(say)
+        for scenario_name in session.result.group.scenarios:
+            run = session.run(SCENARIOS[scenario_name])
+            state = "request failed" if run.error else f"{len(run.outcome.generations)} generations"
+            say(f"[{name}] {scenario_name}: {state}, {len(run.steps)} steps, "
+                f"{run.duration_s:.1f} s")
+    finally:
+        session.stop()
+    return session.result

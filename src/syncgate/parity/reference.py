@@ -8,6 +8,7 @@ means, and the logits of every step are at hand for the logprob mode.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +26,14 @@ class ReferenceOutput:
 class HFReference:
     """Loads the model once; caches the longest generation per prompt."""
 
-    def __init__(self, model_dir: str | Path, top_k: int = 5) -> None:
+    def __init__(self, model_dir: str | Path, top_k: int = 5, threads: int | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
+        if threads is not None:  # leave the other core to a server booting meanwhile
+            torch.set_num_threads(threads)
         self._torch = torch
         self.top_k = top_k
         try:
@@ -72,3 +77,41 @@ class HFReference:
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text)["input_ids"])
+
+
+class WarmReference:
+    """Builds the reference in a background thread while servers boot (each wants one core).
+
+    ``warm`` lists (prompt text, tokens) pairs to generate ahead, tokenised by the HF tokenizer;
+    the judge later asks by the server's prompt ids, which hit this cache when they agree and are
+    generated on demand when they do not. ``result()`` stops the warm-up early and returns the
+    reference (re-raising anything the thread hit).
+    """
+
+    def __init__(self, model_dir: str | Path, warm: Sequence[tuple[str, int]]) -> None:
+        self._model_dir = model_dir
+        self._warm = list(warm)
+        self._stop = threading.Event()
+        self._reference: HFReference | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="syncgate-hf-reference",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._reference = HFReference(self._model_dir, threads=1)
+            for text, tokens in self._warm:
+                if self._stop.is_set():
+                    return
+                self._reference.generate(self._reference.encode(text), tokens)
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> HFReference:
+        self._stop.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._reference is not None
+        return self._reference

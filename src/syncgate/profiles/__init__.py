@@ -22,7 +22,7 @@ PARITY_MODES = ("exact", "logprob")
 RESERVED_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
 _TOP_KEYS = {
     "device", "runner", "model", "budgets", "parity", "seed", "startup_timeout_s",
-    "request_timeout_s", "tolerance", "env", "serve", "group",
+    "request_timeout_s", "tolerance", "env", "serve", "group", "prestart",
 }
 _GROUP_KEYS = {"name", "flags", "env", "scenarios", "speculation", "note"}
 
@@ -54,6 +54,7 @@ class Profile:
     flags: tuple[str, ...]
     groups: tuple[Group, ...]
     source: str
+    prestart: int = 0  # servers booting ahead of the one in use (CPU time vs memory)
 
     def group_flags(self, group: Group) -> list[str]:
         return [*self.flags, *group.flags]
@@ -70,6 +71,7 @@ class Profile:
             "budgets": self.budgets,
             "parity": self.parity,
             "seed": self.seed,
+            "prestart": self.prestart,
             "flags": list(self.flags),
             "env": self.env,
             "groups": [
@@ -135,6 +137,9 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
     for i, name in enumerate(names):
         if name in names[:i]:
             raise ProfileError(source, f"group[{i}].name", f"duplicate group {name!r}")
+    prestart = data.get("prestart", 0)
+    if isinstance(prestart, bool) or not isinstance(prestart, int) or prestart < 0:
+        raise ProfileError(source, "prestart", f"must be a non-negative integer, got {prestart!r}")
     timeouts = {}
     for key in ("startup_timeout_s", "request_timeout_s"):
         value = need(key, (int, float))
@@ -153,6 +158,7 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         flags=flags,
         groups=groups,
         source=source,
+        prestart=prestart,
         **timeouts,
     )
 

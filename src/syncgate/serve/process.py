@@ -32,11 +32,21 @@ _ERROR_LINE = re.compile(r"error|exception|traceback", re.IGNORECASE)
 Progress = Callable[[float], None]
 
 
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port nobody is listening on right now (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port nobody listens on now and this process has not handed out before.
+
+    Remembering earlier answers matters when several servers are launched before any has bound.
+    """
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def ensure_port_free(port: int, host: str = LOOPBACK) -> None:
@@ -130,6 +140,7 @@ class ManagedServer:
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
+        self._launched = 0.0
         self.startup_s: float | None = None
 
     @property
@@ -144,10 +155,15 @@ class ManagedServer:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self, progress: Progress | None = None) -> float:
-        """Start the child and wait for health; on any failure nothing is left running."""
+        """Launch and wait for health; on any failure nothing is left running."""
+        self.launch()
+        return self.wait_healthy(progress)
+
+    def launch(self) -> None:
+        """Start the child without waiting, so several servers can boot side by side."""
         ensure_port_free(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
+        self._launched = time.monotonic()
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 self.argv,
@@ -158,12 +174,15 @@ class ManagedServer:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+
+    def wait_healthy(self, progress: Progress | None = None) -> float:
+        """Block until ``/health`` answers 200; returns seconds since launch."""
         try:
-            self._wait_healthy(started, progress)
+            self._wait_healthy(self._launched, progress)
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - started
+        self.startup_s = time.monotonic() - self._launched
         return self.startup_s
 
     def _wait_healthy(self, started: float, progress: Progress | None) -> None:

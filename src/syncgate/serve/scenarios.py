@@ -113,6 +113,21 @@ def long_prompts(short: Sequence[str], count: int = CONCURRENCY) -> list[str]:
     return out
 
 
+def _budget(i: int, base: int) -> int:
+    """max_tokens of the i-th concurrent request: staggered so requests leave the batch in turn."""
+    return base + 4 * (i % CONCURRENCY)
+
+
+SHORT_BASE, LONG_BASE = 8, 24
+
+
+def reference_requests(short: Sequence[str], long: Sequence[str]) -> list[tuple[str, int]]:
+    """Every prompt with the most tokens any scenario asks of it: the HF reference to warm."""
+    most_short = max(_budget(CONCURRENCY - 1, SHORT_BASE), MAX_TOKENS, 40)
+    return [(p, most_short) for p in short] + [(p, _budget(CONCURRENCY - 1, LONG_BASE))
+                                               for p in long]
+
+
 # --- request patterns shared by several scenarios ----------------------------------------------
 def _sequential(ctx: Context, prompts: Sequence[str], tag: str, max_tokens: int = MAX_TOKENS,
                 ) -> list[Generation]:
@@ -120,10 +135,10 @@ def _sequential(ctx: Context, prompts: Sequence[str], tag: str, max_tokens: int 
             for i, p in enumerate(prompts)]
 
 
-def _concurrent(ctx: Context, prompts: Sequence[str], tag: str, base_tokens: int = 8,
+def _concurrent(ctx: Context, prompts: Sequence[str], tag: str, base_tokens: int = SHORT_BASE,
                 ) -> list[Generation]:
     """All prompts at once, each with its own max_tokens, so they finish at different steps."""
-    budgets = [base_tokens + 4 * (i % 16) for i in range(len(prompts))]
+    budgets = [_budget(i, base_tokens) for i in range(len(prompts))]
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
         done = list(pool.map(ctx.client.complete, prompts, budgets))
     return [Generation.of(f"{tag}[{i}]", c, n) for i, (c, n) in enumerate(zip(done, budgets,
@@ -219,7 +234,7 @@ def chunked_prefill(ctx: Context) -> Outcome:
 def preemption(ctx: Context) -> Outcome:
     """16 concurrent long requests in a KV cache too small for them: some are preempted."""
     before = ctx.metric("vllm:num_preemptions_total")
-    outcome = Outcome(_concurrent(ctx, ctx.long, "long", base_tokens=24))
+    outcome = Outcome(_concurrent(ctx, ctx.long, "long", base_tokens=LONG_BASE))
     preempted = ctx.metric("vllm:num_preemptions_total") - before
     outcome.notes.append(f"{preempted:.0f} preemptions")
     if preempted <= 0:

@@ -1,0 +1,88 @@
+"""The launcher leaves nothing behind: normal stop, stubborn server, timeout, crash at start-up,
+port in use, Ctrl-C, SIGTERM and a SIGKILLed launcher."""
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from syncgate.errors import PortInUseError, ServerStartError, ServerTimeoutError
+from syncgate.serve.process import LOOPBACK, ensure_port_free, tree
+
+
+def test_healthy_server_tree_is_gone_after_stop(fake_server, gone):
+    server = fake_server("healthy")
+    server.start()
+    time.sleep(0.5)
+    pids = [p.pid for p in tree(server.pid)]
+    assert len(pids) >= 3  # root, "EngineCore", "worker"
+    assert server.healthy()
+    server.stop()
+    assert gone(pids, timeout=5) == []
+
+
+def test_stubborn_server_is_killed(fake_server, gone):
+    server = fake_server("stubborn", stop_timeout_s=1)
+    server.start()
+    time.sleep(0.5)
+    pids = [p.pid for p in tree(server.pid)]
+    server.stop()
+    assert gone(pids, timeout=5) == []
+
+
+def test_never_healthy_times_out_and_cleans_up(fake_server, gone):
+    server = fake_server("never", startup_timeout_s=2)
+    server.launch()
+    time.sleep(0.5)
+    pids = [p.pid for p in tree(server.pid)]
+    with pytest.raises(ServerTimeoutError) as info:
+        server.wait_healthy()
+    assert "not healthy" in str(info.value) and "\n" not in str(info.value)
+    assert not server.alive()
+    assert gone(pids, timeout=5) == []
+
+
+def test_exit_during_startup_reports_the_log_line(fake_server):
+    server = fake_server("exit")
+    with pytest.raises(ServerStartError) as info:
+        server.start()
+    message = str(info.value)
+    assert "exited with code 2 during start-up" in message
+    assert "unrecognized arguments: --bogus-flag" in message
+    assert "\n" not in message
+    assert any("bogus" in line for line in info.value.log_tail)
+    assert not server.alive()
+
+
+def test_port_in_use_is_refused_before_starting(fake_server):
+    with socket.socket() as busy:
+        busy.bind((LOOPBACK, 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(PortInUseError, match=f"port {port}"):
+            ensure_port_free(port)
+        server = fake_server("healthy", port=port)
+        with pytest.raises(PortInUseError):
+            server.start()
+        assert not server.alive()
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "launcher-crash"])
+def test_launcher_interrupted_or_killed_leaves_no_process(launch_driver, tmp_path, gone, how):
+    driver, fake = launch_driver
+    proc = subprocess.Popen([sys.executable, str(driver), str(fake), "healthy",
+                             str(tmp_path / "server.log")], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = json.loads(proc.stdout.readline())
+        assert len(pids) >= 3
+        proc.send_signal(how)
+        proc.wait(20)
+        assert gone(pids, timeout=10) == []
+    finally:
+        proc.kill()
+        proc.wait()
