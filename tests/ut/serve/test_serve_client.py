@@ -3,6 +3,7 @@
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -16,8 +17,8 @@ def _choice(index, prompt_ids, token_ids, text, finish="length", logprobs=None):
 
 
 class _Canned(BaseHTTPRequestHandler):
-    replies: list = []
-    seen: list = []
+    replies: ClassVar[list] = []
+    seen: ClassVar[list] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -56,8 +57,11 @@ def test_complete_asks_for_greedy_token_ids(canned):
     out = client.complete("hi", 2, stop=["x"])
     assert (out.prompt_token_ids, out.token_ids, out.text) == ([1, 5], [7, 8], "ab")
     sent = server.seen[0]
-    assert sent["temperature"] == 0.0 and sent["return_token_ids"] and sent["ignore_eos"]
-    assert sent["stop"] == ["x"] and "logprobs" not in sent
+    assert sent["temperature"] == 0.0
+    assert sent["return_token_ids"]
+    assert sent["ignore_eos"]
+    assert sent["stop"] == ["x"]
+    assert "logprobs" not in sent
 
 
 def test_complete_many_orders_choices_by_index(canned):
@@ -90,7 +94,7 @@ def test_stream_joins_deltas(canned):
 def test_http_error_is_a_request_error_with_detail(canned):
     client, server = canned
     server.replies.append((400, "{\"error\": \"max_tokens too large\"}"))
-    with pytest.raises(RequestError, match="HTTP 400.*max_tokens too large"):
+    with pytest.raises(RequestError, match=r"HTTP 400.*max_tokens too large"):
         client.complete("p", 10**6)
 
 
@@ -107,7 +111,8 @@ def test_logprob_mode_parses_token_id_keys(canned):
     server.replies.append((200, {"choices": [_choice(0, [1], [7], "a", logprobs=logprobs)]}))
     out = client.complete("p", 1)
     assert out.top_logprobs == [{7: -0.1, 3: -2.5}]
-    assert server.seen[0]["logprobs"] == 2 and server.seen[0]["return_tokens_as_token_ids"]
+    assert server.seen[0]["logprobs"] == 2
+    assert server.seen[0]["return_tokens_as_token_ids"]
 
 
 def test_logprob_keys_that_are_not_token_ids_are_rejected(canned):

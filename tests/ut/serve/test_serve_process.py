@@ -41,7 +41,8 @@ def test_never_healthy_times_out_and_cleans_up(fake_server, gone):
     pids = [p.pid for p in tree(server.pid)]
     with pytest.raises(ServerTimeoutError) as info:
         server.wait_healthy()
-    assert "not healthy" in str(info.value) and "\n" not in str(info.value)
+    assert "not healthy" in str(info.value)
+    assert "\n" not in str(info.value)
     assert not server.alive()
     assert gone(pids, timeout=5) == []
 
