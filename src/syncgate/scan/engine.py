@@ -170,7 +170,7 @@ class _Analysis:
         facts = _attribute_facts(assignments)
         self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
-        self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard, int]]] = {}
+        self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
 
     def facts(self, function: FunctionInfo) -> FunctionFacts:
         found = self._facts.get(id(function))
@@ -186,13 +186,13 @@ class _Analysis:
     def _warmup(self, function: FunctionInfo) -> bool:
         return self.config.warmup_functions.match(function.name)
 
-    def _edges(self, node: Node) -> list[tuple[Node, Guard, int]]:
+    def _edges(self, node: Node) -> list[tuple[Node, Guard]]:
         cache_key = (id(node[0]), id(node[1]))
         cached = self._edge_cache.get(cache_key)
         if cached is not None:
             return cached
         ctx, function = node
-        edges: list[tuple[Node, Guard, int]] = []
+        edges: list[tuple[Node, Guard]] = []
         self._edge_cache[cache_key] = edges
         for call in self.facts(function).calls:
             target = self._resolve(ctx, function, call)
@@ -201,7 +201,7 @@ class _Analysis:
             guard = strongest(call.conditions)
             if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
                 guard = Guard.WARMUP
-            edges.append((target, guard, call.line))
+            edges.append((target, guard))
         return edges
 
     def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> Node | None:
@@ -245,7 +245,7 @@ class _Analysis:
         for threshold, path, entry in reached.values():
             if len(path) == 1:
                 offer(None, threshold, path, entry)
-            for target, edge_guard, _line in self._edges(path[-1]):
+            for target, edge_guard in self._edges(path[-1]):
                 if self.facts(target[1]).sites:
                     guard = max(threshold, edge_guard, key=lambda g: g.rank)
                     offer(path[-1][1], guard, [*path, target], entry)
@@ -289,7 +289,7 @@ class _Analysis:
         queue = deque([start])
         while queue:
             node = queue.popleft()
-            for target, guard, _line in self._edges(node):
+            for target, guard in self._edges(node):
                 if guard.rank > threshold.rank or key(target) in paths:
                     continue
                 paths[key(target)] = [*paths[key(node)], target]

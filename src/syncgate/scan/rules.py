@@ -55,7 +55,6 @@ class Site:
 class Call:
     """An outgoing call: ``self.name()``, ``super().name()``, ``name()`` or ``Class()``."""
 
-    line: int
     how: str  # "self" | "super" | "name"
     name: str
     conditions: tuple[Condition, ...]
@@ -221,16 +220,16 @@ class FunctionWalker:
         if isinstance(func, ast.Attribute):
             receiver = func.value
             if isinstance(receiver, ast.Name) and receiver.id == "self":
-                self.facts.calls.append(Call(node.lineno, "self", func.attr, stack))
+                self.facts.calls.append(Call("self", func.attr, stack))
             elif (
                 isinstance(receiver, ast.Call)
                 and isinstance(receiver.func, ast.Name)
                 and receiver.func.id == "super"
             ):
-                self.facts.calls.append(Call(node.lineno, "super", func.attr, stack))
+                self.facts.calls.append(Call("super", func.attr, stack))
             self._method_rules(node, func, stack)
         elif isinstance(func, ast.Name):
-            self.facts.calls.append(Call(node.lineno, "name", func.id, stack))
+            self.facts.calls.append(Call("name", func.id, stack))
             if (
                 func.id in _SCALARS
                 and len(node.args) == 1
