@@ -84,7 +84,12 @@ def watch_d2h() -> Iterator[D2HWatch]:
 def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> StepRecord:
     """Run one planned step on ``runner`` (a bound harness class) inside a ledger step."""
     n = len(planned.req_ids)
-    with cuda_mapped_to_npu(), acc.ledger.step(planned.kind) as step, watch_d2h() as watch:
+    with (
+        _state_spec_guard(runner, planned),
+        cuda_mapped_to_npu(),
+        acc.ledger.step(planned.kind) as step,
+        watch_d2h() as watch,
+    ):
         runner.apply_scheduler_output(planned.step)
         runner._update_seq_lens_cpu(planned.step, list(planned.req_ids))
         seq_lens = runner.input_buffers.seq_lens_np[:n].tolist()
@@ -110,6 +115,24 @@ def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> St
         syncs=list(step.events),
         d2h_copies=list(watch.sites),
     )
+
+
+@contextmanager
+def _state_spec_guard(runner: Any, planned: PlannedStep) -> Iterator[None]:
+    """A method reading state the spec does not have means upstream's layout moved on: say so,
+    instead of an ``AttributeError`` from inside upstream code."""
+    try:
+        yield
+    except AttributeError as exc:
+        owner = getattr(exc, "obj", None)
+        known = [runner, planned.step, planned.step.scheduled_cached_reqs, *vars(runner).values()]
+        source = getattr(type(runner), "__syncgate_source__", None)
+        if source is None or not any(owner is k for k in known):
+            raise
+        raise source.missing(
+            f"{type(runner).__name__} methods read {type(owner).__name__}.{exc.name},"
+            " which syncgate's runner state does not have"
+        ) from exc
 
 
 def read_device_counts(runner: Any) -> dict[str, int]:

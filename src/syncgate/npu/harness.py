@@ -213,16 +213,23 @@ def _check_free_names(
 ) -> None:
     table = symtable.symtable(ast.unparse(shell), str(path), "exec")
     provided = set(_NAMESPACE) | set(dir(builtins))
+
+    def unknown(symbols: Iterable[symtable.Symbol]) -> list[str]:
+        return sorted({
+            s.get_name() for s in symbols
+            if s.is_global() and s.is_referenced() and s.get_name() not in provided
+        })
+
     for klass in table.get_children():
-        for fn in klass.get_children():
-            unknown = sorted(
-                s.get_name() for s in _all_symbols(fn)
-                if s.is_global() and s.is_referenced() and s.get_name() not in provided
-            )
-            if unknown:
+        scopes = [(f"{class_name} (decorators)", klass.get_symbols())]
+        scopes += [
+            (f"{class_name}.{fn.get_name()}", _all_symbols(fn)) for fn in klass.get_children()
+        ]
+        for where, symbols in scopes:
+            missing = unknown(symbols)
+            if missing:
                 raise source.missing(
-                    f"{class_name}.{fn.get_name()} uses names the harness cannot provide:"
-                    f" {', '.join(unknown)}"
+                    f"{where} uses names the harness cannot provide: {', '.join(missing)}"
                 )
 
 

@@ -10,6 +10,7 @@ import torch
 
 from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
 from syncgate.fakedev import simulated_accelerator
+from syncgate.npu.driver import run_scenario
 from syncgate.npu.harness import (
     SEED3_METHODS,
     AscendSource,
@@ -18,6 +19,8 @@ from syncgate.npu.harness import (
     load_runner_class,
 )
 from syncgate.npu.parent import SimulatedGPUModelRunner
+from syncgate.npu.scheduler import AddRequest, Schedule
+from syncgate.npu.state import RunnerSpec
 
 RUNNER = Path("vllm_ascend/worker/v2/model_runner.py")
 
@@ -153,3 +156,37 @@ def test_cuda_is_npu_inside_and_restored_after():
             assert torch.cuda.Event is torch.npu.Event
         assert torch.cuda.current_stream is original
     assert torch.cuda.current_stream is original
+
+
+def test_decorator_needing_names_the_harness_lacks(tmp_path):
+    source = _tree(tmp_path, """
+        class NPUModelRunner:
+            @support_torch_compile
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                pass
+    """)
+    assert _refusal(source, methods=["_update_seq_lens_cpu"]) == (
+        "unsupported vllm-ascend layout: NPUModelRunner (decorators) uses names the harness"
+        " cannot provide: support_torch_compile (version 9.9.9)"
+    )
+
+
+def test_state_the_spec_lacks_is_a_layout_error_not_an_attribute_error(tmp_path):
+    source = _tree(tmp_path, """
+        class NPUModelRunner:
+            def postprocess_sampled(self, *args):
+                pass
+
+            def _copy_num_computed_tokens_to_cpu(self):
+                pass
+
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                self.input_batch.seq_lens_np[:1] = 0
+    """, version="0.40.0")
+    runner = load_runner_class(source, SimulatedGPUModelRunner)
+    with pytest.raises(UnsupportedLayoutError) as caught:
+        run_scenario(runner, RunnerSpec(2), [AddRequest(3), Schedule()])
+    assert str(caught.value) == (
+        "unsupported vllm-ascend layout: NPUModelRunner methods read NPUModelRunner.input_batch,"
+        " which syncgate's runner state does not have (version 0.40.0)"
+    )
