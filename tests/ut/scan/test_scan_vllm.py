@@ -85,3 +85,22 @@ def test_without_the_allow_list_the_gate_fails_on_the_by_design_sites(vllm_worke
          "GPUModelRunner._execute_mm_encoder"),
     ]
     assert result.exit_code == 1
+
+
+def test_model_runner_v2_has_no_per_step_sync_and_a_mutant_is_caught(vllm_worker_dir, tmp_path):
+    source = vllm_worker_dir / "gpu" / "model_runner.py"
+    clean = scan([str(source)], entries=["GPUModelRunner.execute_model",
+                                         "GPUModelRunner.sample_tokens"])
+    assert clean.failing == []
+    text = source.read_text()
+    anchor = "        # Update the number of computed tokens.\n        output_bin_counts = None\n"
+    assert text.count(anchor) == 1
+    mutant = tmp_path / "model_runner.py"
+    mutant.write_text(text.replace(
+        anchor, anchor + "        _ = num_sampled.tolist()\n"
+    ))
+    result = scan([str(mutant)], entries=["GPUModelRunner.execute_model",
+                                          "GPUModelRunner.sample_tokens"])
+    assert [(f.qualname, f.api, f.entry) for f in result.failing] == [
+        ("GPUModelRunner.postprocess_sampled", "Tensor.tolist", "GPUModelRunner.sample_tokens")
+    ]
