@@ -101,6 +101,7 @@ def test_model_runner_v2_has_no_per_step_sync_and_a_mutant_is_caught(vllm_worker
     ))
     result = scan([str(mutant)], entries=["GPUModelRunner.execute_model",
                                           "GPUModelRunner.sample_tokens"])
-    assert [(f.qualname, f.api, f.entry) for f in result.failing] == [
-        ("GPUModelRunner.postprocess_sampled", "Tensor.tolist", "GPUModelRunner.sample_tokens")
-    ]
+    assert {(f.qualname, f.api) for f in result.failing} == {
+        ("GPUModelRunner.postprocess_sampled", "Tensor.tolist")
+    }
+    assert "GPUModelRunner.sample_tokens" in {f.entry for f in result.failing}
