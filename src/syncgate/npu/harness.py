@@ -22,6 +22,7 @@ import builtins
 import contextlib
 import copy
 import importlib
+import importlib.util
 import re
 import symtable
 from collections.abc import Iterable, Iterator
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
+from syncgate.errors import EnvironmentProblem, SimulatorError, UnsupportedLayoutError
 
 RUNNER_MODULE = "vllm_ascend.worker.v2.model_runner"
 RUNNER_CLASS = "NPUModelRunner"
@@ -45,6 +46,7 @@ _NAMESPACE: dict[str, Any] = {"torch": torch, "np": np, "numpy": np}
 _CUDA_NAMES = (
     "Event", "Stream", "current_stream", "default_stream", "stream", "set_stream", "synchronize",
 )
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def cuda_mapped_to_npu() -> Iterator[None]:
     """``torch.cuda.X`` is ``torch.npu.X`` inside, as upstream's runner leaves it; then restored."""
     npu = getattr(torch, "npu", None)
     if npu is None:
-        raise EnvironmentProblem("torch.npu is missing: enter simulated_accelerator('npu') first")
+        raise SimulatorError("torch.npu is missing: enter simulated_accelerator('npu') first")
     saved = {name: torch.cuda.__dict__.get(name, _ABSENT) for name in _CUDA_NAMES}
     try:
         for name in _CUDA_NAMES:
@@ -140,9 +142,6 @@ def cuda_mapped_to_npu() -> Iterator[None]:
                 delattr(torch.cuda, name)
             else:
                 setattr(torch.cuda, name, value)
-
-
-_ABSENT = object()
 
 
 # --- ast mode --------------------------------------------------------------------------------
