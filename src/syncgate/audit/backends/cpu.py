@@ -19,7 +19,8 @@ each ``CpuGpuBuffer.gpu`` to its ``.cpu``, so placement cannot tell. A tensor co
 resident when it shares storage with what the runner's compute path produces on the device: the
 hidden states returned by ``_model_forward`` and the sampler output returned by ``_sample``
 (sampled ids, logprobs). ``.tolist()/.item()/.cpu()/.numpy()`` of such a tensor (or of a view of
-it) is a ``blocking_readback``; on the runner's ``*_cpu``/numpy host buffers it is not. This misses
+it) is a ``blocking_readback``; on the runner's ``*_cpu``/numpy host buffers it is not. ``.cpu()``
+of a device tensor returns a copy, as on a device, so ``t.cpu().numpy()`` is one readback. This misses
 device tensors the runner derives by a new allocation (``logits``), so a CPU pass is necessary,
 not sufficient: the CUDA/NPU backends see every readback through the sync debug mode.
 """
@@ -101,8 +102,11 @@ class CpuBackend(AuditBackend):
 
         @functools.wraps(fn)
         def readback(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if backend.is_device(tensor):
-                backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
+            if not backend.is_device(tensor):
+                return fn(tensor, *args, **kwargs)
+            backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
+            if name == "cpu":  # a device would hand back a new host tensor, not the same storage
+                return fn(tensor, *args, **kwargs).clone()
             return fn(tensor, *args, **kwargs)
 
         return readback

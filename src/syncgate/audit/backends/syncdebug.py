@@ -155,7 +155,10 @@ class SyncDebugBackend(AuditBackend):
                     "Tensor.copy_",
                     detail="non_blocking device-to-host copy into pageable memory",
                 )
-            with backend._deeper("copy"):
+                context = backend.quiet()
+            else:
+                context = backend._deeper("copy")
+            with context:
                 return fn(dst, src, non_blocking, **kwargs)
 
         return mark_counted(copy_)
