@@ -106,6 +106,8 @@ class RerunConfig:
         return self.runs
 
     def validate(self) -> None:
+        if not 0.0 < self.target_rate < 1.0 or not 0.0 < self.confidence < 1.0:
+            raise UsageError("--target-rate and --confidence must lie strictly between 0 and 1")
         self.resolved_runs()
         if self.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {self.workers}")
@@ -113,8 +115,6 @@ class RerunConfig:
             raise UsageError(f"--replay-runs must be at least 1, got {self.replay_runs}")
         if self.broken_after < 1:
             raise UsageError(f"--broken-after must be at least 1, got {self.broken_after}")
-        if not 0.0 < self.target_rate < 1.0 or not 0.0 < self.confidence < 1.0:
-            raise UsageError("--target-rate and --confidence must lie strictly between 0 and 1")
         if self.interval not in ("wilson", "exact"):
             raise UsageError(f"--interval must be wilson or exact, got {self.interval}")
 

@@ -15,3 +15,16 @@ def repro_logs() -> Path:
 def suite_dir() -> Path:
     """The synthetic suite with known failure behaviour (files named case_*.py)."""
     return DATA / "suite"
+
+
+@pytest.fixture
+def suite_outcome(suite_dir, monkeypatch):
+    """``(test name, probability, run index) -> failed?`` exactly as the synthetic suite draws it."""
+    monkeypatch.syspath_prepend(str(suite_dir))
+    import suite_chance
+
+    def failed(name: str, probability: float, run: int) -> bool:
+        monkeypatch.setenv("SYNCGATE_REPRO_RUN", str(run))
+        return suite_chance.fails(name, probability)
+
+    return failed

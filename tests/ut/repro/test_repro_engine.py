@@ -1,0 +1,136 @@
+import shutil
+
+import pytest
+
+from syncgate.errors import UsageError
+from syncgate.repro.engine import RerunConfig, Verdict, reproduce
+from syncgate.repro.logs import parse_log
+from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.runner import LocalRunner
+
+EXPECTED = {
+    "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
+    "case_flaky.py::test_flaky_half": Verdict.FLAKY,
+    "case_flaky.py::test_flaky_third": Verdict.FLAKY,
+    "case_flaky.py::test_ci_only": Verdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[[nested]]": Verdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[\\xfc]": Verdict.NOT_REPRODUCED,
+    "case_order.py::test_victim": Verdict.ORDER_DEPENDENT,
+    "case_collect_error.py": Verdict.ENVIRONMENT,
+}
+
+
+class RecordingRunner(LocalRunner):
+    """The real local runner, remembering every argv it was asked to run."""
+
+    def __init__(self, rootdir, **kw):
+        super().__init__(rootdir, **kw)
+        self.calls = []
+
+    def pytest(self, args, plan=None):
+        self.calls.append((list(args), plan))
+        return super().pytest(args, plan)
+
+
+@pytest.mark.slow
+def test_synthetic_suite_is_classified_exactly(repro_logs, suite_dir, suite_outcome):
+    log = parse_log(repro_logs / "github_job.txt")
+    verdicts = reproduce(log, LocalRunner(suite_dir),
+                         RerunConfig(runs=12, workers=2, broken_after=3, replay_order=True))
+    by_id = {v.nodeid: v for v in verdicts}
+    assert {n: v.verdict for n, v in by_id.items()} == EXPECTED
+    # Every recorded run is the outcome the suite's seeded coin gives for that run index.
+    for name, probability in (("flaky_half", 0.5), ("flaky_third", 0.3)):
+        runs = by_id[f"case_flaky.py::test_{name}"].runs
+        assert [r.outcome == "failed" for r in runs] == [
+            suite_outcome(name, probability, r.run) for r in runs]
+    broken = by_id["case_broken.py::TestAlways::test_broken"]
+    assert "arithmetic is broken" in broken.first_traceback
+    assert broken.interval[1] == 1.0
+    # Early stop: settled verdicts did not use all 12 runs; unsettled ones did.
+    assert len(broken.runs) < 12
+    assert len(by_id["case_flaky.py::test_flaky_half"].runs) < 12
+    ci_only = by_id["case_flaky.py::test_ci_only"]
+    assert (len(ci_only.runs), len(ci_only.replays)) == (12, 3)
+    assert ci_only.upper_bound == pytest.approx(1 - 0.05 ** (1 / 12))
+    victim = by_id["case_order.py::test_victim"]
+    assert (victim.failures, victim.replay_failures) == (0, 1)
+    assert victim.predecessors[-1] == "case_order.py::test_polluter"
+    assert "state left by test_polluter" in victim.first_traceback
+
+
+@pytest.mark.slow
+def test_mutants_a_fixed_test_and_a_log_without_order(repro_logs, suite_dir, tmp_path):
+    # The verdicts come from the reruns, not from test names: fix the broken test and drop the
+    # CI history of the order-dependent one, and the same failures are no longer reproduced.
+    fixed = tmp_path / "suite"
+    shutil.copytree(suite_dir, fixed)
+    (fixed / "case_broken.py").write_text(
+        "class TestAlways:\n    def test_broken(self):\n        assert 1 + 1 == 2\n")
+    log = parse_log(repro_logs / "pytest_quiet.txt")  # -q output: no test order at all
+    keep = {"case_broken.py::TestAlways::test_broken", "case_order.py::test_victim"}
+    log.failures = [f for f in log.failures if f.nodeid in keep]
+    verdicts = reproduce(log, LocalRunner(fixed),
+                         RerunConfig(runs=4, workers=1, replay_order=True))
+    assert [(v.verdict, v.failures, len(v.runs), len(v.replays)) for v in verdicts] == [
+        (Verdict.NOT_REPRODUCED, 0, 4, 0)] * 2
+
+
+def test_missing_and_hostile_node_ids_never_reach_pytest(suite_dir):
+    log = CiLog(source="crafted", format="pytest", failures=[
+        CiFailure("case_flaky.py::test_removed", Outcome.FAILED),
+        CiFailure("case_gone.py::test_x", Outcome.FAILED),
+        CiFailure("-p evil.py::x", Outcome.FAILED),
+        CiFailure("../outside.py::test_x", Outcome.FAILED),
+        CiFailure("case_flaky.py::test_fine --co", Outcome.FAILED),
+    ])
+    runner = RecordingRunner(suite_dir)
+    verdicts = reproduce(log, runner, RerunConfig(runs=2))
+    assert {v.nodeid: v.verdict for v in verdicts} == dict.fromkeys(
+        [f.nodeid for f in log.failures], Verdict.MISSING)
+    details = {v.nodeid: v.detail for v in verdicts}
+    assert details["case_flaky.py::test_removed"] == "no such test in the collected tree"
+    assert details["case_gone.py::test_x"] == "file not found here"
+    assert details["-p evil.py::x"] == "not a test node id"
+    # Only the collection ran, and only over files that exist.
+    assert len(runner.calls) == 1
+    args, plan = runner.calls[0]
+    assert plan is None
+    assert args[-1] == "case_flaky.py"
+    assert not any("evil" in a or "outside" in a or "gone" in a for a in args)
+
+
+def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, suite_dir):
+    log = parse_log(repro_logs / "junit_xunit2.xml")
+    log.failures = [f for f in log.failures if "labels" in f.nodeid or "collect" in f.nodeid
+                    or "TestAlways" in f.nodeid]
+    log.failures.append(CiFailure("case_flaky.py::test_fine --co", Outcome.FAILED))
+    runner = RecordingRunner(suite_dir)
+    verdicts = reproduce(log, runner, RerunConfig(runs=1, workers=1))
+    assert {v.nodeid: v.verdict for v in verdicts} == {
+        "case_collect_error.py": Verdict.ENVIRONMENT,
+        "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
+        "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED,
+        "case_flaky.py::test_labels[[nested]]": Verdict.NOT_REPRODUCED,
+        "case_flaky.py::test_labels[\\xfc]": Verdict.NOT_REPRODUCED,
+        "case_flaky.py::test_fine --co": Verdict.MISSING,
+    }
+    args, plan = runner.calls[1]
+    assert sorted(plan["targets"]) == sorted(args[-4:])
+    assert "case_flaky.py::test_fine --co" not in args
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [({"runs": 0}, "--runs must be at least 1"), ({"workers": 0}, "--workers"),
+     ({"target_rate": 1.5}, "--target-rate"), ({"replay_runs": 0}, "--replay-runs"),
+     ({"interval": "bayes"}, "--interval")],
+)
+def test_bad_config_is_a_usage_error(kwargs, problem):
+    with pytest.raises(UsageError, match=problem):
+        RerunConfig(**kwargs).validate()
+
+
+def test_default_runs_rule_out_five_percent():
+    assert RerunConfig().resolved_runs() == 59
