@@ -24,21 +24,21 @@ _small = st.integers(0, 2 * MAX_REQS)
 _schedule = st.builds(
     Schedule,
     chunks=st.lists(st.integers(1, 12), min_size=1, max_size=3).map(tuple),
-    drafts=st.lists(st.integers(0, SPEC_STEPS), min_size=1, max_size=3).map(tuple),
+    drafts=st.lists(st.integers(1, SPEC_STEPS), min_size=1, max_size=3).map(tuple),
     rejects=st.lists(st.integers(0, SPEC_STEPS), min_size=1, max_size=3).map(tuple),
     order_seed=st.integers(0, 1000),
 )
-# Schedules dominate; requests arrive, get preempted and finish in between.
+_event = st.one_of(
+    st.builds(AddRequest, st.integers(1, 16)),
+    st.builds(Preempt, _small),
+    st.builds(Finish, _small),
+)
+# Rounds of up to two events (arrival, preemption, finish) and then a step, after two arrivals.
 ACTIONS = st.lists(
-    st.one_of(
-        _schedule, _schedule, _schedule,
-        st.builds(AddRequest, st.integers(1, 30)),
-        st.builds(Preempt, _small),
-        st.builds(Finish, _small),
-    ),
-    min_size=4,
-    max_size=24,
-).map(lambda acts: [AddRequest(5), AddRequest(2), *acts, Schedule()])
+    st.tuples(st.lists(_event, max_size=2), _schedule), min_size=3, max_size=10
+).map(lambda rounds: [
+    AddRequest(5), AddRequest(2), *(a for events, step in rounds for a in (*events, step)),
+])
 SPECS = st.sampled_from([RunnerSpec(MAX_REQS, 0), RunnerSpec(MAX_REQS, SPEC_STEPS)])
 
 # A fixed sequence that exercises every case a mutant could get wrong: chunked prefill, drafts
