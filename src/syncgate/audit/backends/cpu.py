@@ -102,7 +102,7 @@ class CpuBackend(AuditBackend):
 
         @functools.wraps(fn)
         def readback(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if not backend.is_device(tensor):
+            if torch.compiler.is_compiling() or not backend.is_device(tensor):
                 return fn(tensor, *args, **kwargs)
             backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
             if name == "cpu":  # a device would hand back a new host tensor, not the same storage

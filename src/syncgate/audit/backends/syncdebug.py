@@ -7,19 +7,23 @@ operation" (torch_npu: "... NPU operation") for blocking readbacks (``.item()``,
 ``.cpu()``, ``bool(t)``, ...), blocking copies and ``Stream.synchronize``. Those warnings are
 caught at ``warnings._showwarnmsg``, which runs for every warning that passes the filters, before
 any ``showwarning`` hook: vLLM re-installs its hook on every checked call and pytest swaps hooks per
-test, but neither touches ``_showwarnmsg``. A warning raised inside ``Tensor.copy_`` is a
-``blocking_copy``, any other a ``blocking_readback``. If vLLM's check is active the warning is
-passed on (so its error mode still raises); otherwise it is swallowed rather than logged per step.
+test, but neither touches ``_showwarnmsg``. The warning does not say which operation synced, so
+the call site's source line decides: a line calling ``.copy_(`` is a ``blocking_copy``, any other a
+``blocking_readback``. If vLLM's check is active the warning is passed on (so its error mode still
+raises); otherwise it is swallowed rather than logged per step.
 
-The debug mode does not flag ``torch.<ns>.synchronize()``, ``Event.synchronize()`` or a
-``non_blocking`` device-to-host copy into pageable memory (which the driver silently makes
-blocking); those are counted by wrappers. While a wrapped wait runs, warnings are not counted, so
-``Stream.synchronize`` is one ``stream_sync``, not also a readback.
+The debug mode does not flag ``torch.<ns>.synchronize()`` or ``Event.synchronize()``; those are
+counted by wrappers. While a wrapped wait runs, warnings are not counted, so ``Stream.synchronize``
+is one ``stream_sync``, not also a readback. ``Tensor`` methods are deliberately not wrapped:
+``__torch_function__`` receives the patched attribute as ``func``, which would change what tensor
+subclasses and torch.compile see. So a ``non_blocking`` copy into pageable memory, which the driver
+silently makes blocking and torch does not flag, is not seen here (vLLM's VLLM_GPU_SYNC_CHECK wraps
+``Tensor.copy_`` for exactly that; run it next to this backend to catch those).
 """
 
 from __future__ import annotations
 
-import functools
+import linecache
 import re
 import sys
 import warnings
@@ -30,8 +34,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from syncgate.audit.backends.base import AuditBackend, is_counted, mark_counted
-from syncgate.audit.events import SyncKind
+from syncgate.audit.backends.base import AuditBackend
+from syncgate.audit.events import SyncKind, caller_site
 from syncgate.errors import EnvironmentProblem
 
 WARN = 1  # torch's numeric value for the "warn" sync debug mode
@@ -75,7 +79,6 @@ class SyncDebugBackend(AuditBackend):
         self.rearm()
         self.count_class(ns, "Event", "synchronize", SyncKind.EVENT_SYNC)
         self.count_class(ns, "Stream", "synchronize", SyncKind.STREAM_SYNC)
-        self._ensure_copy_checked()
         self._showwarnmsg = warnings._showwarnmsg  # type: ignore[attr-defined]
         self.patches.set(warnings, "_showwarnmsg", self._on_warning)
 
@@ -93,7 +96,6 @@ class SyncDebugBackend(AuditBackend):
             yield
             return
         self._ensure_always_shown()
-        self._ensure_copy_checked()
         previous = getter()
         if previous != WARN:
             setter("warn")
@@ -123,42 +125,10 @@ class SyncDebugBackend(AuditBackend):
     def _on_warning(self, msg: Any) -> Any:
         assert self._showwarnmsg is not None
         if self._armed and self.warning_text in str(msg.message):
-            kind = SyncKind.BLOCKING_COPY if self._depth("copy") else SyncKind.BLOCKING_READBACK
-            self.record(kind, f"torch.{self.namespace} sync debug", detail=str(msg.message)[:200])
+            site = caller_site()
+            line = linecache.getline(site.file, site.line)
+            kind = SyncKind.BLOCKING_COPY if ".copy_(" in line else SyncKind.BLOCKING_READBACK
+            self.record(kind, f"torch.{self.namespace} sync debug", site=site, detail=line.strip()[:160])
             if not vllm_sync_check_active():
                 return None
         return self._showwarnmsg(msg)
-
-    # --- copies ------------------------------------------------------------------------------
-    def _ensure_copy_checked(self) -> None:
-        """Wrap ``Tensor.copy_`` again if vLLM's copy checker replaced it after warm-up."""
-        if not is_counted(torch.Tensor.copy_):
-            self.patches.set(torch.Tensor, "copy_", self._checked_copy(torch.Tensor.copy_))
-
-    def _checked_copy(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``Tensor.copy_``: flag D2H ``non_blocking`` into pageable memory; mark copy context."""
-        backend = self
-        device_type = self.namespace
-
-        @functools.wraps(fn)
-        def copy_(dst: torch.Tensor, src: Any, non_blocking: bool = False, **kwargs: Any) -> Any:
-            if (
-                non_blocking
-                and backend._armed
-                and isinstance(src, torch.Tensor)
-                and src.device.type == device_type
-                and dst.device.type == "cpu"
-                and not dst.is_pinned()
-            ):
-                backend.record(
-                    SyncKind.BLOCKING_COPY,
-                    "Tensor.copy_",
-                    detail="non_blocking device-to-host copy into pageable memory",
-                )
-                context = backend.quiet()
-            else:
-                context = backend._deeper("copy")
-            with context:
-                return fn(dst, src, non_blocking, **kwargs)
-
-        return mark_counted(copy_)
