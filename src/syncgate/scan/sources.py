@@ -72,6 +72,7 @@ class SourceIndex:
     skipped: list[Problem] = field(default_factory=list)
     lines: int = 0
     _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
+    _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """Depth-first, left-to-right, duplicates after their first occurrence removed.
@@ -110,6 +111,8 @@ class SourceIndex:
         """A class named in ``module`` (directly, via an import, or as a dotted path)."""
         if not self._by_module:
             self._by_module = {(c.module.name, c.name): c for c in self.classes}
+            for c in self.classes:
+                self._by_name.setdefault(c.name, []).append(c)
         return self._resolve(module, name, self._by_module)
 
     def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
@@ -133,8 +136,7 @@ class SourceIndex:
         local = table.get((module.name, dotted))
         if local is not None:
             return local
-        leaf = dotted.rpartition(".")[2]
-        same_name = [c for c in self.classes if c.name == leaf]
+        same_name = self._by_name.get(dotted.rpartition(".")[2], [])
         return same_name[0] if len(same_name) == 1 else None
 
 
