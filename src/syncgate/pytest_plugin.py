@@ -59,3 +59,27 @@ def ascend_before_source() -> Path:
         return ascend_sdist("0.23.0.post1")
     except EnvironmentProblem as exc:
         pytest.skip(f"vllm-ascend 0.23.0.post1 sdist unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def syncgate_model() -> Path:
+    """The embedded tiny model directory (built once per machine, cached by recipe hash)."""
+    from syncgate.models import ensure_model, load_recipe
+
+    return ensure_model(load_recipe())[0].path
+
+
+@pytest.fixture(scope="session")
+def vllm_server(
+    request: pytest.FixtureRequest, syncgate_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """Factory ``vllm_server(group_name)``: a healthy server for a group of the
+    ``--syncgate-device`` profile, audit armed, shared by consecutive tests of that group."""
+    from syncgate.check.pool import ServerPool
+    from syncgate.profiles import builtin_profile_path, load_profile
+
+    device = str(request.config.getoption("--syncgate-device"))
+    pool = ServerPool(load_profile(builtin_profile_path(device)), syncgate_model,
+                      tmp_path_factory.mktemp("vllm-servers"), say=lambda message: None)
+    yield pool.get
+    pool.close()

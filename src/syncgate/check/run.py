@@ -131,6 +131,8 @@ class GroupSession:
         if error is not None:
             self.server.check_alive()  # a dead server ends the run with its log's last word
         run.steps = self._journal.new_steps()
+        self.result.runner = self._journal.runner
+        self.result.speculation = self._journal.speculation
         self.result.scenarios.append(run)
         return run
 
