@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"syncgate scan: warning: {warning}", file=sys.stderr)
     for problem in result.problems:
         print(f"syncgate scan: warning: {problem.file}: {problem.reason}", file=sys.stderr)
+    for skipped in result.skipped:
+        print(f"syncgate scan: skipped {skipped.file}: {skipped.reason}", file=sys.stderr)
     if args.format == "text":
         report = to_text(result, show_guarded=not args.failing_only)
     else:

@@ -123,11 +123,15 @@ def test_only_unparsable_files_exit_2(tmp_path, run_scan):
     assert "syntax error" in err
 
 
-def test_binary_files_are_skipped(scan_data, tmp_path):
+def test_binary_files_are_skipped(scan_data, tmp_path, run_scan):
     (tmp_path / "blob.py").write_bytes(b"\x00\x01\x02binary")
     result = scan([str(scan_data / "fix_shape"), str(tmp_path)])
     assert [p.reason for p in result.skipped] == ["binary file"]
     assert result.files == 2
+    code, _, err = run_scan(str(scan_data / "fix_shape"), str(tmp_path / "blob.py"))
+    assert code == 0
+    assert "skipped" in err
+    assert "blob.py: binary file" in err
 
 
 def test_unknown_entry_warns_with_nearest_names(scan_data, run_scan):
