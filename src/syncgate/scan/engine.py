@@ -315,9 +315,10 @@ class _Analysis:
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason
-        conditions = [
-            _describe(c) for c in (*self._path_conditions(path), *site.conditions)
-        ]
+        around = (*self._path_conditions(path), *site.conditions)
+        if guard is Guard.ALLOWED and not reason:
+            reason = next((c.text for c in around if c.blocks is Guard.ALLOWED), "")
+        conditions = [_describe(c) for c in around]
         lines = function.module.lines
         code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""
         return Finding(
