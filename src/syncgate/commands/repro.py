@@ -60,6 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rerun inside a running compose service's container, or an image")
     parser.add_argument("--workdir", default=None,
                         help="with --in: the test tree's directory inside the container")
+    parser.add_argument("--python", default="python3",
+                        help="with --in: the Python inside the container (default python3)")
     parser.add_argument("--report-dir", type=Path, default=None,
                         help="write report.md, report.json and junit.xml here")
     parser.add_argument("--timeout", type=float, default=None,
@@ -70,7 +72,8 @@ def _runner(args: argparse.Namespace) -> Runner:
     if args.service:
         from syncgate.repro.container import DockerRunner
 
-        return DockerRunner.connect(args.service, args.workdir, timeout=args.timeout)
+        return DockerRunner.connect(args.service, args.workdir, python=args.python,
+                                    timeout=args.timeout)
     if not args.rootdir.is_dir():
         raise UsageError(f"--rootdir {args.rootdir}: not a directory")
     return LocalRunner(args.rootdir.resolve(), timeout=args.timeout)

@@ -1,0 +1,81 @@
+import sys
+
+import docker
+import pytest
+
+from syncgate.cli import main
+from syncgate.errors import ContainerError
+from syncgate.repro.container import DockerRunner
+from syncgate.repro.engine import RerunConfig, Verdict, reproduce
+from syncgate.repro.model import CiFailure, CiLog, Outcome
+
+
+def client_for(engine):
+    return docker.DockerClient(base_url=f"unix://{engine.socket_path}", version="1.41")
+
+
+@pytest.mark.slow
+def test_reruns_inside_the_compose_service_through_the_sdk(fake_docker_engine, suite_dir):
+    fake_docker_engine.add_container("c0ffee", "e2e-cpu", suite_dir, ["PYTHONPATH=/opt/extra"])
+    runner = DockerRunner.connect("e2e-cpu", python=sys.executable,
+                                  client=client_for(fake_docker_engine))
+    assert runner.description == "container proj-e2e-cpu-1 (compose service e2e-cpu)"
+    log = CiLog(source="ci", format="pytest", failures=[
+        CiFailure("case_broken.py::TestAlways::test_broken", Outcome.FAILED),
+        CiFailure("case_flaky.py::test_labels[x - y]", Outcome.FAILED),
+        CiFailure("case_gone.py::test_x", Outcome.FAILED)])
+    verdicts = reproduce(log, runner, RerunConfig(runs=3, workers=1))
+    assert {v.nodeid: (v.verdict, len(v.runs)) for v in verdicts} == {
+        "case_broken.py::TestAlways::test_broken": (Verdict.BROKEN, 3),
+        "case_flaky.py::test_labels[x - y]": (Verdict.NOT_REPRODUCED, 3),
+        "case_gone.py::test_x": (Verdict.MISSING, 0)}
+    commands = [e["spec"]["Cmd"] for e in fake_docker_engine.execs.values()]
+    rerun = next(c for c in commands if "syncgate_repro_plugin" in c)
+    # The node id with spaces arrived as one argv element, behind sh's "$@", never parsed.
+    assert rerun[:2] == ["sh", "-c"]
+    assert "case_flaky.py::test_labels[x - y]" in rerun
+    env = next(e["spec"]["Env"] for e in fake_docker_engine.execs.values()
+               if "syncgate_repro_plugin" in e["spec"]["Cmd"])
+    assert any(e.startswith("PYTHONPATH=/tmp/syncgate-repro-") and e.endswith(":/opt/extra")
+               for e in env)
+    # The staging directory was removed afterwards.
+    assert commands[-1][:2] == ["rm", "-rf"]
+
+
+def test_unknown_service_is_a_one_line_usage_error(fake_docker_engine, suite_dir, monkeypatch,
+                                                   capsys, tmp_path):
+    fake_docker_engine.add_container("c0ffee", "e2e-cpu", suite_dir)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{fake_docker_engine.socket_path}")
+    log = tmp_path / "ci.txt"
+    log.write_text("FAILED case_broken.py::TestAlways::test_broken - boom\n")
+    assert main(["repro", str(log), "--in", "e2e-gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "no running compose service and no image of that name" in err
+    assert "(running services: e2e-cpu)" in err
+    assert err.count("\n") == 1
+
+
+def test_unreachable_engine_is_a_container_error(tmp_path):
+    client = docker.DockerClient(base_url=f"unix://{tmp_path}/none.sock", version="1.41")
+    with pytest.raises(ContainerError, match="Docker engine not reachable"):
+        DockerRunner.connect("e2e-cpu", client=client)
+
+
+@pytest.mark.needs_docker
+def test_real_engine_when_available(suite_dir):
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        pytest.skip(f"no Docker engine here: {exc}")
+    images = [t for i in client.images.list() for t in i.tags]
+    if not images:
+        pytest.skip("the Docker engine has no image to start a container from")
+    # Any local image with a POSIX shell runs the staging/cleanup path for real.
+    runner = DockerRunner.connect(images[0], workdir="/tmp", client=client)
+    try:
+        assert runner.existing(["definitely-not-here.py"]) == set()
+    except ContainerError as exc:
+        pytest.skip(f"image {images[0]} has no python3: {exc}")
+    finally:
+        runner.close()
