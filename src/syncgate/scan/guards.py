@@ -140,7 +140,8 @@ class GuardEvaluator:
             return subject.negate()
         if isinstance(right, ast.Constant) and right.value == 1 and isinstance(op, ast.GtE):
             return subject
-        if subject.guard is Guard.SPECULATION and subject.value is False:
+        numeric = isinstance(right, ast.Constant) and isinstance(right.value, int | float)
+        if subject.guard is Guard.SPECULATION and subject.value is False and not numeric:
             # spec_config.method == "eagle": without speculation there is no config to match
             return subject
         return UNKNOWN

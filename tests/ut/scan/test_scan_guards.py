@@ -27,6 +27,7 @@ def truth(expression: str, facts: Facts | None = None) -> tuple[bool | None, str
         ("self.num_spec_tokens > 0", (False, "speculation")),
         ("num_spec_tokens == 0", (True, "speculation")),
         ("self.speculative_config.method == 'eagle'", (False, "speculation")),
+        ("num_spec_tokens < 2", (None, None)),  # numeric comparisons other than with 0/1
         ("isinstance(self.drafter, object)", (False, "speculation")),
         ("not self.use_async_scheduling", (False, "async_scheduling")),
         ("self.scheduler_config.async_scheduling", (True, "async_scheduling")),
