@@ -65,29 +65,35 @@ def mutant_source(tmp_path: Path) -> Callable[[str, str], AscendSource]:
     return make
 
 
+@pytest.fixture
+def on_import_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None]]:
+    """Make a fixture tree's ``vllm_ascend`` importable for one test; forget it afterwards, so it
+    never shadows a real ``vllm_ascend`` in a later test."""
+    before = set(sys.modules)
+    yield lambda root: monkeypatch.syspath_prepend(str(root))
+    for name in set(sys.modules) - before:
+        if name.split(".")[0] == "vllm_ascend":
+            del sys.modules[name]
+
+
 @pytest.fixture(params=[
     "fixture-ast",
     pytest.param("fixture-import", marks=pytest.mark.slow),  # imports vLLM's GPUModelRunner
     "env-ast",
     "env-import",
 ])
-def after_runner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[type]:
+def after_runner(request: pytest.FixtureRequest, on_import_path) -> type:
     """A runner class in the shape of the fix: the fixture tree or the env tree, each parsed
     (ast) and imported as the real class (import)."""
     tree, mode = request.param.split("-")
     if tree == "fixture":
         source = AscendSource.at(AFTER_FIX)
         if mode == "import":
-            monkeypatch.syspath_prepend(str(AFTER_FIX))
+            on_import_path(AFTER_FIX)
     else:
         source = request.getfixturevalue("env_source")
     if mode == "import" and not importable_from(source):
         pytest.skip(f"vllm_ascend does not import from {source.root} here")
     if mode == "import" and tree == "env" and shutil.which("npu-smi") is None:
         torch_npu_stub.install()  # upstream's recipe for its CPU unit tests: no NPU, stub torch_npu
-    before = set(sys.modules)
-    yield load_runner_class(source, SimulatedGPUModelRunner, mode=mode)
-    if tree == "fixture":  # the fixture package must not shadow a real vllm_ascend later
-        for name in set(sys.modules) - before:
-            if name.split(".")[0] == "vllm_ascend":
-                del sys.modules[name]
+    return load_runner_class(source, SimulatedGPUModelRunner, mode=mode)

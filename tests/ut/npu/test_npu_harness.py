@@ -10,7 +10,7 @@ import torch
 
 from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
 from syncgate.fakedev import simulated_accelerator
-from syncgate.npu.driver import run_scenario
+from syncgate.npu.driver import check_seed3, run_scenario
 from syncgate.npu.harness import (
     SEED3_METHODS,
     AscendSource,
@@ -190,3 +190,42 @@ def test_state_the_spec_lacks_is_a_layout_error_not_an_attribute_error(tmp_path)
         "unsupported vllm-ascend layout: NPUModelRunner methods read NPUModelRunner.input_batch,"
         " which syncgate's runner state does not have (version 0.40.0)"
     )
+
+
+# The after-fix tree with a local stand-in for vLLM's parent: the import path without vLLM.
+LIGHT_PARENT = (
+    "from vllm.v1.worker.gpu.model_runner import GPUModelRunner",
+    "class GPUModelRunner:\n"
+    "    def postprocess_sampled(self, *args):\n"
+    "        raise AssertionError",
+)
+
+
+def test_import_mode_splices_the_simulated_parent_under_the_real_class(
+    mutant_source, on_import_path
+):
+    source = mutant_source(*LIGHT_PARENT)
+    on_import_path(source.root)
+    cls = load_runner_class(source, SimulatedGPUModelRunner, mode="import")
+    real = cls.__mro__[1]
+    assert real.__module__ == "vllm_ascend.worker.v2.model_runner"
+    assert real.__name__ == "NPUModelRunner"
+    # super() in the real methods reaches the simulation before the real parent (which raises).
+    assert cls.__mro__.index(SimulatedGPUModelRunner) < cls.__mro__.index(real.__base__)
+    for spec_steps in (0, 2):
+        result = run_scenario(cls, RunnerSpec(3, spec_steps), [
+            AddRequest(4), AddRequest(2), Schedule((3,)), Schedule((3,), (2,), (1,), 1),
+            Schedule((3,), (2,), (2,), 2),
+        ])
+        assert check_seed3(result.records) == []
+        assert result.device_counts == result.truth
+
+
+def test_import_mode_refuses_a_class_without_the_method(mutant_source, on_import_path):
+    source = mutant_source("    def _update_seq_lens_cpu(", "    def _update_seq_lens(")
+    light = source.module_file()
+    light.write_text(light.read_text().replace(*LIGHT_PARENT))
+    on_import_path(source.root)
+    expected = "NPUModelRunner has no method _update_seq_lens_cpu"
+    with pytest.raises(UnsupportedLayoutError, match=expected):
+        load_runner_class(source, SimulatedGPUModelRunner, mode="import")
