@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from syncgate.audit.mutants import ENV_MUTANT
+from syncgate.audit.mutants import ENV_MUTANT, check_mutant
 
 if TYPE_CHECKING:
     from syncgate.audit.backends.session import LiveAudit
@@ -30,10 +30,11 @@ def register() -> None:
     directory = os.environ.get(ENV_AUDIT_DIR)
     if not directory or _active is not None:
         return
+    mutant = os.environ.get(ENV_MUTANT) or None
+    if mutant:
+        check_mutant(mutant)  # before anything heavy: a typo must fail fast and say so
     from vllm.platforms import current_platform
 
     from syncgate.audit.backends.session import LiveAudit
 
-    _active = LiveAudit(
-        Path(directory), current_platform.device_type, os.environ.get(ENV_MUTANT) or None
-    ).start()
+    _active = LiveAudit(Path(directory), current_platform.device_type, mutant).start()
