@@ -32,6 +32,8 @@ ASCEND_SDIST_SHA256 = {
 # setup.py refuses to run without a chip type; any valid one will do for reading metadata.
 _SOC_VERSION = "ascend910b1"
 _PIP_TIMEOUT_S = 900
+# What the sdist's setup.py needs to report its metadata (the versions the download was verified with).
+_TOOL_REQUIREMENTS = ("setuptools>=65.5", "setuptools_scm==10.3.4", "wheel==0.48.0")
 
 
 def cache_dir() -> Path:
@@ -114,8 +116,8 @@ def _tool_venv(venv: Path) -> Path:
         return pip
     shutil.rmtree(venv, ignore_errors=True)
     _run([sys.executable, "-m", "venv", str(venv)], what="python -m venv")
-    _run([str(pip), "install", "--quiet", "setuptools", "setuptools_scm", "wheel"],
-         what="pip install setuptools setuptools_scm wheel")
+    _run([str(pip), "install", "--quiet", *_TOOL_REQUIREMENTS],
+         what=f"pip install {' '.join(_TOOL_REQUIREMENTS)}")
     marker.touch()
     return pip
 
