@@ -114,11 +114,10 @@ class DockerRunner:
                     "settled": f"{stage}/settled.txt" if plan.get("early_stop") else None}
             files[f"{PLUGIN_NAME}.py"] = Path(rerun_plugin.__file__).read_bytes()
             files["plan.json"] = json.dumps(plan).encode()
-            files["results.jsonl"] = b""
             env = {"PYTHONPATH": self._pythonpath(stage),
                    rerun_plugin.PLAN_ENV: f"{stage}/plan.json"}
             argv += ["-p", PLUGIN_NAME]
-        self._put(stage, files)
+        self._stage(stage, files)
         launch = ["sh", "-c", _LAUNCH, stage]
         if self.timeout:
             launch += ["timeout", "-s", "KILL", str(int(self.timeout))]
@@ -165,17 +164,21 @@ class DockerRunner:
         output = (result.output or b"").decode("utf-8", errors="replace")
         return int(result.exit_code if result.exit_code is not None else -1), output
 
-    def _put(self, directory: str, files: dict[str, bytes]) -> None:
+    def _stage(self, directory: str, files: dict[str, bytes]) -> None:
+        """Make ``directory`` as the container's own user (so pytest can write results there),
+        then copy ``files`` in, readable by that user."""
+        code, out = self._exec(["mkdir", "-m", "700", directory])
+        if code != 0:
+            raise ContainerError(f"{self.description}: cannot create {directory}: {out.strip()}")
+        if not files:
+            return
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
-            info = tarfile.TarInfo(directory.lstrip("/"))
-            info.type, info.mode = tarfile.DIRTYPE, 0o700
-            tar.addfile(info)
             for name, data in files.items():
-                info = tarfile.TarInfo(f"{directory.lstrip('/')}/{name}")
-                info.size, info.mode = len(data), 0o600
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(data), 0o644
                 tar.addfile(info, io.BytesIO(data))
-        if not self.container.put_archive("/", buffer.getvalue()):
+        if not self.container.put_archive(directory, buffer.getvalue()):
             raise ContainerError(f"{self.description}: could not copy the rerun plan in")
 
     def _get(self, path: str) -> str:

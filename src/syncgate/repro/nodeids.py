@@ -17,6 +17,7 @@ from syncgate.repro.model import CiFailure, CiLog, Outcome
 from syncgate.repro.runner import Runner, check_exit
 
 _COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$")
+_LISTED = re.compile(r"^[^\s:=_][^:\n]*\.py::\S.*$")
 _SAFE = re.compile(r"^[^\s\-/\x00][^\x00\n\r]*$")
 
 
@@ -66,13 +67,13 @@ def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
     for raw in text.splitlines():
         line = clean_line(raw)
         if listing:
-            if not line.strip():
+            # The -q listing ends at the first banner; stray lines (a warning from the
+            # environment) before it are skipped, not taken as the end.
+            if line.startswith("=") or (" collected" in line and " in " in line):
                 listing = False
-                continue
-            if "::" in line and not line.startswith(("=", "_", "ERROR", "FAILED")):
+            elif _LISTED.match(line):
                 nodeids.add(line.rstrip())
                 continue
-            listing = False
         banner = _COLLECTING.match(line)
         if banner:
             current = banner.group(1)

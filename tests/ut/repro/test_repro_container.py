@@ -1,3 +1,4 @@
+import os
 import sys
 
 import docker
@@ -7,6 +8,7 @@ from syncgate.cli import main
 from syncgate.errors import ContainerError
 from syncgate.repro.container import DockerRunner
 from syncgate.repro.engine import RerunConfig, Verdict, reproduce
+from syncgate.repro.logs import parse_log
 from syncgate.repro.model import CiFailure, CiLog, Outcome
 
 
@@ -61,21 +63,29 @@ def test_unreachable_engine_is_a_container_error(tmp_path):
         DockerRunner.connect("e2e-cpu", client=client)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_docker
-def test_real_engine_when_available(suite_dir):
+def test_real_engine_reruns_in_a_throwaway_container(repro_logs, monkeypatch):
+    """Against a real Docker engine, with an image that holds this tree and pytest
+    (``SYNCGATE_REPRO_IMAGE``, default the compose test image ``syncgate-cpu-test:local``)."""
+    image = os.environ.get("SYNCGATE_REPRO_IMAGE", "syncgate-cpu-test:local")
+    workdir = os.environ.get("SYNCGATE_REPRO_WORKDIR", "/workspace/tests/data/repro/suite")
     try:
         client = docker.from_env()
         client.ping()
-    except docker.errors.DockerException as exc:
-        pytest.skip(f"no Docker engine here: {exc}")
-    images = [t for i in client.images.list() for t in i.tags]
-    if not images:
-        pytest.skip("the Docker engine has no image to start a container from")
-    # Any local image with a POSIX shell runs the staging/cleanup path for real.
-    runner = DockerRunner.connect(images[0], workdir="/tmp", client=client)
+        client.images.get(image)
+    except (docker.errors.DockerException, OSError) as exc:
+        pytest.skip(f"no Docker engine with image {image} here: {exc}")
+    before = {c.id for c in client.containers.list(all=True)}
+    runner = DockerRunner.connect(image, workdir=workdir, client=client)
     try:
-        assert runner.existing(["definitely-not-here.py"]) == set()
-    except ContainerError as exc:
-        pytest.skip(f"image {images[0]} has no python3: {exc}")
+        log = parse_log(repro_logs / "pytest_quiet.txt")
+        keep = {"case_broken.py::TestAlways::test_broken", "case_flaky.py::test_labels[x - y]"}
+        log.failures = [f for f in log.failures if f.nodeid in keep]
+        verdicts = reproduce(log, runner, RerunConfig(runs=2, workers=1))
     finally:
         runner.close()
+    assert {v.nodeid: v.verdict for v in verdicts} == {
+        "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
+        "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED}
+    assert {c.id for c in client.containers.list(all=True)} == before  # nothing left behind
