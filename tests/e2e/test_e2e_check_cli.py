@@ -1,0 +1,85 @@
+"""`syncgate check` end to end as CI runs it: a sync-heavy mutant fails naming its site, a corrupted
+token shows up as a divergence in the report, and an invalid server flag is a one-line exit 2."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from syncgate.check.judge import judge
+from syncgate.check.report import CheckResult, write_reports
+from syncgate.check.run import GroupRun
+from syncgate.parity import Tolerance
+from syncgate.serve.scenarios import SCENARIOS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _check(args, tmp_path, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "syncgate.cli", "check", "--report", str(tmp_path / "report"), *args],
+        capture_output=True, text=True, timeout=900, env={**os.environ, **env},
+    )
+
+
+def test_sync_heavy_mutant_fails_the_gate_naming_to_list(tmp_path, no_leftovers,
+                                                         syncgate_device):
+    done = _check(["--device", syncgate_device, "--scenarios", "sequential"], tmp_path,
+                  SYNCGATE_MUTANT="sync_heavy_to_list")
+    assert done.returncode == 1, done.stdout + done.stderr
+    fails = [line for line in done.stdout.splitlines() if line.startswith("FAIL ")]
+    assert any("decode steps" in line and "_to_list" in line for line in fails), done.stdout
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    [scenario] = report["scenarios"]
+    breaches = scenario["sync_verdict"]["breaches"]
+    kinds = {b["kind"] for b in breaches if b["step_kind"] == "decode"}
+    assert {"device_sync", "blocking_readback"} <= kinds
+    sites = [site for b in breaches for site in b["sites"]]
+    assert any("mutants.py" in site and site.endswith(":_to_list") for site in sites), sites
+    assert scenario["parity"]["hf"] == []  # the mutant blocks, but its tokens are still right
+    junit = (tmp_path / "report" / "junit.xml").read_text()
+    assert "_to_list" in junit
+    assert no_leftovers(tmp_path) == []
+
+
+def test_corrupted_token_is_reported_as_the_first_divergence(vllm_server, hf_reference, budgets,
+                                                             profile, tmp_path):
+    session = vllm_server(profile.groups[0].name)
+    run = session.run(SCENARIOS["sequential"])
+    victim = run.outcome.generations[3]
+    original = victim.token_ids[5]
+    victim.token_ids[5] = (original + 1) % 2000
+    result = session.result
+    single = GroupRun(result.group, result.flags, result.log_path, result.audit_dir,
+                      scenarios=[run], runner=result.runner, speculation=result.speculation)
+    verdicts, groups = judge([single], hf_reference, budgets, mode=profile.parity,
+                             tolerance=Tolerance(**profile.tolerance),
+                             default_runner=profile.runner)
+    [verdict] = verdicts
+    assert not verdict.passed
+    [issue] = verdict.hf
+    assert issue.label == victim.label
+    assert (issue.divergence.index, issue.divergence.expected, issue.divergence.actual) == (
+        5, original, (original + 1) % 2000)
+    write_reports(CheckResult({}, {}, {}, verdicts, groups), tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    [shown] = report["scenarios"][0]["parity"]["hf"]
+    assert shown["divergence"]["index"] == 5
+    assert shown["divergence"]["text"]["expected"] == hf_reference.decode([original])
+    assert "token 5: expected" in (tmp_path / "junit.xml").read_text()
+
+
+def test_invalid_server_flag_is_a_one_line_exit_2(tmp_path, no_leftovers, profile):
+    source = Path(profile.source).read_text().replace(
+        'flags = ["--no-async-scheduling"]', 'flags = ["--bogus-flag"]', 1)
+    broken = tmp_path / "broken.toml"
+    broken.write_text(source)
+    done = _check(["--profile", str(broken), "--scenarios", "sequential"], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("syncgate check: error: server 'baseline' exited with code")
+    assert "--bogus-flag" in last
+    assert no_leftovers(tmp_path) == []
