@@ -144,5 +144,10 @@ def test_unknown_device_and_missing_namespace_are_environment_problems(ledger, m
     with pytest.raises(EnvironmentProblem, match="no live audit backend for device 'xpu'"):
         backend_class("xpu")
     monkeypatch.delattr(torch, "npu", raising=False)
-    with pytest.raises(EnvironmentProblem, match=r"torch\.npu is not available"):
-        backend_class("npu")(ledger).install()
+    backend = backend_class("npu")(ledger)
+    backend.install()  # the runner module may load before torch_npu: wait for the runner
+    try:
+        with pytest.raises(EnvironmentProblem, match=r"torch\.npu is not available"):
+            backend.rearm()
+    finally:
+        backend.uninstall()

@@ -5,7 +5,9 @@ header naming it. Only a process that imports a model runner module gets a backe
 server is left alone; the runner's construction adds a second header (runner, speculation) and,
 if asked, swaps in a mutant. Steps are written and flushed as they end, because vLLM kills its
 children at shutdown and nothing after the last step would run. Once written, a step's events are
-dropped from memory: the journal is the record, and a long server run must not grow.
+dropped from memory, and so are waits recorded outside any step (load, warm-up, an output thread
+between steps), which budgets do not judge: the journal is the record, and a long server run must
+not grow.
 """
 
 from __future__ import annotations
@@ -111,3 +113,4 @@ class LiveAudit:
     def _write_step(self, step: Step) -> None:
         self.journal(step)
         step.events.clear()
+        self.ledger.outside.clear()  # load/warm-up/between-step waits: not judged, not kept

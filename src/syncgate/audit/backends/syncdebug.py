@@ -74,17 +74,22 @@ class SyncDebugBackend(AuditBackend):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def install(self) -> None:
-        ns = self.torch_namespace()
         super().install()
-        self.rearm()
-        self.count_class(ns, "Event", "synchronize", SyncKind.EVENT_SYNC)
-        self.count_class(ns, "Stream", "synchronize", SyncKind.STREAM_SYNC)
         self._showwarnmsg = warnings._showwarnmsg  # type: ignore[attr-defined]
         self.patches.set(warnings, "_showwarnmsg", self._on_warning)
+        if getattr(torch, self.namespace, None) is not None:
+            self._arm_namespace()
 
     def rearm(self) -> None:
+        """At runner construction the device extension must be loaded: arm it or say why not."""
         super().rearm()
-        self.count_function(self.torch_namespace(), "synchronize", SyncKind.DEVICE_SYNC)
+        self._arm_namespace()
+
+    def _arm_namespace(self) -> None:
+        ns = self.torch_namespace()
+        self.count_function(ns, "synchronize", SyncKind.DEVICE_SYNC)
+        self.count_class(ns, "Event", "synchronize", SyncKind.EVENT_SYNC)
+        self.count_class(ns, "Stream", "synchronize", SyncKind.STREAM_SYNC)
 
     # --- sync debug mode ---------------------------------------------------------------------
     @contextmanager
