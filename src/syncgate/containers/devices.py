@@ -26,7 +26,7 @@ import tomllib
 from syncgate.errors import EXIT_OK, ConfigError, EnvironmentProblem, SyncgateError, UsageError
 
 _KEYS = {"image", "dockerfile", "id_variable", "device_nodes", "mounts", "probe_paths", "gpu_driver",
-         "shm_size", "ipc"}
+         "shm_size", "ipc", "network_mode"}
 _PATH_LISTS = ("device_nodes", "mounts", "probe_paths")
 
 
@@ -44,6 +44,7 @@ class DeviceSpec:
     gpu_driver: str | None = None
     shm_size: str | None = None
     ipc: str | None = None
+    network_mode: str | None = None
 
     def nodes(self, ids: Iterable[str]) -> list[str]:
         """Device files for these ids: per-id nodes first (in id order), then shared ones."""
@@ -65,6 +66,8 @@ class DeviceSpec:
             fields["shm_size"] = self.shm_size
         if self.ipc:
             fields["ipc"] = self.ipc
+        if self.network_mode:
+            fields["network_mode"] = self.network_mode
         return fields
 
     def run_args(self, ids: Sequence[str]) -> list[str]:
@@ -80,6 +83,8 @@ class DeviceSpec:
             args += ["--shm-size", self.shm_size]
         if self.ipc:
             args += [f"--ipc={self.ipc}"]
+        if self.network_mode:
+            args += [f"--network={self.network_mode}"]
         return args
 
     def missing_on_host(self, ids: Sequence[str], root: Path = Path("/")) -> list[str]:

@@ -67,6 +67,7 @@ def test_gpu_reservation_drift_is_named(compose_doc, specs, image_env, profiles)
     ("image", "syncgate-cpu:old", "services.e2e-cpu.image: 'syncgate-cpu:old'"),
     ("command", ["ut"], "services.e2e-cpu.command: ['ut']"),
     ("shm_size", "64mb", "services.e2e-cpu.shm_size: '64mb'"),
+    ("network_mode", "host", "services.e2e-cpu.network_mode: 'host'"),
 ])
 def test_service_field_drift_is_named(compose_doc, specs, image_env, profiles, key, value,
                                       expected):

@@ -23,6 +23,10 @@ def test_npu_run_args_follow_the_ascend_recipe(specs):
     assert args[-2:] == ["--shm-size", "1gb"]
 
 
+def test_cpu_run_args_keep_the_gate_offline(specs):
+    assert specs["cpu"].run_args(["0"]) == ["--shm-size", "1gb", "--network=none"]
+
+
 def test_cuda_run_args_reserve_exactly_the_ids(specs):
     assert specs["cuda"].run_args(["2", "3"]) == ["--gpus", '"device=2,3"', "--ipc=host"]
 
