@@ -164,8 +164,18 @@ class _Analysis:
         self.config = config
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
-        methods = [m for c in index.classes for m in c.methods.values()]
-        assignments = [a for fn in methods for a in learn.walk(fn.node, sites=False).assignments]
+        assignments: list[Assignment] = []
+        # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
+        self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
+        for cls in index.classes:
+            for method in cls.methods.values():
+                for assignment in learn.walk(method.node, sites=False).assignments:
+                    assignments.append(assignment)
+                    made = assignment.made_by and index.resolve_class(cls.module, assignment.made_by)
+                    if made:
+                        types = self._attr_types.setdefault((id(cls), assignment.attr), [])
+                        if made not in types:
+                            types.append(made)
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
         self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
@@ -195,32 +205,48 @@ class _Analysis:
         edges: list[tuple[Node, Guard]] = []
         self._edge_cache[cache_key] = edges
         for call in self.facts(function).calls:
-            target = self._resolve(ctx, function, call)
-            if target is None:
-                continue
-            guard = strongest(call.conditions)
-            if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
-                guard = Guard.WARMUP
-            edges.append((target, guard))
+            for target in self._resolve(ctx, function, call):
+                guard = strongest(call.conditions)
+                if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
+                    guard = Guard.WARMUP
+                edges.append((target, guard))
         return edges
 
-    def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> Node | None:
+    def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> list[Node]:
+        """The functions a call may land in (several for an attribute of several classes)."""
         if call.how == "self":
             found = self.index.lookup(ctx, call.name) if ctx else None
-            return (ctx, found) if found else None
+            if found:
+                return [(ctx, found)]
+            return self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
+        if call.how == "attr":
+            attr, _, method = call.name.partition(".")
+            return self._attr_calls(ctx, attr, method)
         if call.how == "super":
             if ctx is None or function.owner is None:
-                return None
+                return []
             found = self.index.lookup(ctx, call.name, after=function.owner)
-            return (ctx, found) if found else None
+            return [(ctx, found)] if found else []
         module_function = self.index.resolve_function(function.module, call.name)
         if module_function is not None:
-            return (None, module_function)
+            return [(None, module_function)]
         cls = self.index.resolve_class(function.module, call.name)
         if cls is not None:
             init = self.index.lookup(cls, "__init__")
-            return (cls, init) if init else None
-        return None
+            return [(cls, init)] if init else []
+        return []
+
+    def _attr_calls(self, ctx: ClassInfo | None, attr: str, method: str) -> list[Node]:
+        """``self.attr.method()`` for each scanned class ``self.attr`` is built from in ``ctx``."""
+        if ctx is None:
+            return []
+        nodes: list[Node] = []
+        for owner in self.index.mro(ctx):
+            for cls in self._attr_types.get((id(owner), attr), []):
+                found = self.index.lookup(cls, method)
+                if found is not None and (cls, found) not in nodes:
+                    nodes.append((cls, found))
+        return nodes
 
     def search(
         self, runner: ClassInfo, entries: list[FunctionInfo], allow: Sequence[AllowRule]
@@ -274,7 +300,7 @@ class _Analysis:
         for caller, callee in pairwise(path):
             calls = [
                 c for c in self.facts(caller[1]).calls
-                if self._resolve(caller[0], caller[1], c) == callee
+                if callee in self._resolve(caller[0], caller[1], c)
             ]
             if calls:
                 found.extend(min(calls, key=lambda c: strongest(c.conditions).rank).conditions)

@@ -55,7 +55,7 @@ class Site:
 class Call:
     """An outgoing call: ``self.name()``, ``super().name()``, ``name()`` or ``Class()``."""
 
-    how: str  # "self" | "super" | "name"
+    how: str  # "self" | "super" | "attr" (self.obj.method()) | "name"
     name: str
     conditions: tuple[Condition, ...]
 
@@ -68,6 +68,7 @@ class Assignment:
     place: Place
     pin: Pin
     kind: str | None
+    made_by: str  # ``a.B`` for ``self.attr = a.B(...)``: the class the object may be
     conditions: tuple[Condition, ...]
 
 
@@ -174,8 +175,10 @@ class FunctionWalker:
             # x = Event() if self.use_async_scheduling else None
             stack = (*stack, self._condition(value.test, positive=is_none(value.orelse)))
             value = value.orelse if is_none(value.body) else value.body
+        made_by = dotted(value.func) if isinstance(value, ast.Call) else ""
         self.facts.assignments.append(Assignment(
-            attr, self.values.place(value), self.values.pin(value), constructed_kind(value), stack
+            attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
+            made_by, stack,
         ))
 
     def _allowed_context(self, node: ast.expr) -> bool:
@@ -221,6 +224,12 @@ class FunctionWalker:
             receiver = func.value
             if isinstance(receiver, ast.Name) and receiver.id == "self":
                 self.facts.calls.append(Call("self", func.attr, stack))
+            elif (
+                isinstance(receiver, ast.Attribute)
+                and isinstance(receiver.value, ast.Name)
+                and receiver.value.id == "self"
+            ):
+                self.facts.calls.append(Call("attr", f"{receiver.attr}.{func.attr}", stack))
             elif (
                 isinstance(receiver, ast.Call)
                 and isinstance(receiver.func, ast.Name)

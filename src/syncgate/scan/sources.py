@@ -73,13 +73,18 @@ class SourceIndex:
     lines: int = 0
     _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
+    _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """Depth-first, left-to-right, duplicates after their first occurrence removed.
 
         Close enough to C3 for runner hierarchies (single inheritance plus mixins).
         """
+        cached = self._mro.get(id(cls))
+        if cached is not None:
+            return cached
         order: list[ClassInfo] = []
+        self._mro[id(cls)] = order
         stack = [cls]
         seen: set[int] = set()
         while stack:

@@ -57,6 +57,14 @@ def test_speculative_waits_are_guarded_by_speculation(gpu_runner):
         assert site(gpu_runner, qualname, "Event.synchronize").guard == "speculation"
 
 
+def test_calls_on_objects_the_runner_builds_are_followed(gpu_runner):
+    """``self.input_batch.update_async_output_token_ids()``: the input batch is an InputBatch the
+    runner constructs, and its lazy wait on the previous step's copy is a per-step sync."""
+    finding = site(gpu_runner, "InputBatch.update_async_output_token_ids", "Event.synchronize")
+    assert finding.path[-2:] == ("GPUModelRunner._sample", "InputBatch.update_async_output_token_ids")
+    assert finding.guard == "allowed"
+
+
 def test_nan_count_readback_is_sync_scheduling_only(gpu_runner):
     finding = site(gpu_runner, "GPUModelRunner._get_nans_in_logits", "Tensor.tolist")
     assert finding.guard == "async_scheduling"
@@ -83,6 +91,7 @@ def test_without_the_allow_list_the_gate_fails_on_the_by_design_sites(vllm_worke
          "GPUModelRunner.execute_model"),
         ("GPUModelRunner.timed_encoder_operation", "torch.accelerator.synchronize",
          "GPUModelRunner._execute_mm_encoder"),
+        ("InputBatch.update_async_output_token_ids", "Event.synchronize", "GPUModelRunner._sample"),
     ]
     assert result.exit_code == 1
 

@@ -13,6 +13,22 @@ def gpu_sync_allowed():
     yield
 
 
+class StagingHelper:
+    """An object the runner builds: calls on it are followed."""
+
+    def __init__(self) -> None:
+        self.done = torch.cuda.Event()
+
+    def flush(self) -> None:
+        self.done.synchronize()  # expect: event_sync none
+
+    def __call__(self, sampled: torch.Tensor) -> list:
+        return sampled.tolist()  # expect: blocking_readback none
+
+    def idle(self) -> None:
+        torch.cuda.synchronize()
+
+
 class RulesModelRunner(RunnerBase):
     def __init__(self, device: torch.device, num_spec_tokens: int) -> None:
         self.device = device
@@ -24,6 +40,7 @@ class RulesModelRunner(RunnerBase):
         self.ids_pinned_cpu = torch.empty((8, 1), dtype=torch.int64, pin_memory=True)
         self.ids_pageable = torch.empty((8, 1), dtype=torch.int64, pin_memory=False)
         self.counts = torch.zeros(8, device=device)
+        self.helper = StagingHelper()
         self.prepare_event = None
         if self.use_async_scheduling:
             self.prepare_event = torch.cuda.Event()
@@ -34,6 +51,8 @@ class RulesModelRunner(RunnerBase):
         self.copy_rules(sampled)
         self.guard_rules(sampled)
         self.profile_run(sampled)
+        self.helper.flush()
+        self.helper(sampled)
 
     def device_rules(self) -> None:
         torch.cuda.synchronize()  # expect: device_sync none
