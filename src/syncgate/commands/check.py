@@ -44,13 +44,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report)
+    env = environment(plan)
+    print(format_env_header(env), flush=True)
     with sigterm_as_interrupt():
         say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
         model, reused = resolve_model(plan)
         model_s = time.monotonic() - started
         say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
-        env = environment(plan, model)
-        print(format_env_header(env), flush=True)
         try:
             result = run_check(plan, model, env, say)
         except ServerError as exc:
