@@ -239,6 +239,14 @@ class FunctionWalker:
             self._method_rules(node, func, stack)
         elif isinstance(func, ast.Name):
             self.facts.calls.append(Call("name", func.id, stack))
+            bound = node.args[0] if func.id == "partial" and node.args else None
+            if (
+                isinstance(bound, ast.Attribute)
+                and isinstance(bound.value, ast.Name)
+                and bound.value.id == "self"
+            ):
+                # run_model = partial(self.model, **inputs): called later, count it as called here
+                self.facts.calls.append(Call("self", bound.attr, stack))
             if (
                 func.id in _SCALARS
                 and len(node.args) == 1

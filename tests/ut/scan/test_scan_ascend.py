@@ -37,8 +37,9 @@ def test_update_seq_lens_cpu_event_wait_is_flagged(ascend_before_source, vllm_wo
 def test_shipped_npu_budget_does_not_allow_list_the_regression(
     ascend_before_source, vllm_worker_dir, scan_json
 ):
+    ascend = ascend_before_source / "vllm_ascend"
     code, report = scan_json(
-        str(ascend_before_source / "vllm_ascend" / "worker"), str(vllm_worker_dir),
+        str(ascend / "worker"), str(ascend / "compilation"), str(vllm_worker_dir),
         "--entry", "NPUModelRunner.execute_model", "--profile", "npu",
     )
     assert code == 1
@@ -47,3 +48,7 @@ def test_shipped_npu_budget_does_not_allow_list_the_regression(
     # the by-design waits the NPU budget lists are allowed, not failures
     prep = [f for f in report["findings"] if f["qualname"] == "GPUModelRunner.synchronize_input_prep"]
     assert {f["guard"] for f in prep} == {"allowed"}
+    # the FULL-graph replay sync, reached through run_model = partial(self.model, ...)
+    replay = [f for f in report["findings"] if f["qualname"] == "ACLGraphWrapper.__call__"]
+    assert [(f["kind"], f["guard"]) for f in replay] == [("stream_sync", "allowed")]
+    assert replay[0]["path"][-2:] == ["NPUModelRunner._model_forward", "ACLGraphWrapper.__call__"]

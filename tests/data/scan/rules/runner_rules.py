@@ -1,6 +1,7 @@
 """Fixture: one positive and one negative case per scan rule, reached from execute_model."""
 
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 import torch
@@ -52,7 +53,8 @@ class RulesModelRunner(RunnerBase):
         self.guard_rules(sampled)
         self.profile_run(sampled)
         self.helper.flush()
-        self.helper(sampled)
+        run = partial(self.helper, sampled)
+        run()
 
     def device_rules(self) -> None:
         torch.cuda.synchronize()  # expect: device_sync none
