@@ -1,7 +1,5 @@
-import io
-import subprocess
-import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -167,46 +165,15 @@ def test_clean_line_strips_transport_decorations():
     assert clean_line(line) == "FAILED t.py::test_x"
 
 
-BIG_LOG_SCRIPT = r"""
-import resource, sys, time
-from syncgate.repro.logs import parse_log
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.perf_counter()
-log = parse_log(sys.argv[1])
-elapsed = time.perf_counter() - start
-print(len(log.failures), log.tests_seen, elapsed,
-      (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
-"""
-
-
-def write_big_log(path, megabytes):
-    """A raw GitHub log of `megabytes` MB: a verbose xdist run with a failure every 1000 tests."""
-    ts = "2026-04-25T05:18:16.2685185Z "
-    with path.open("w", encoding="utf-8") as out:
-        out.write(ts + "Using --randomly-seed=99\n")
-        i = 0
-        buf = io.StringIO()
-        while out.tell() < megabytes * 1024 * 1024:
-            for _ in range(1000):
-                outcome = "FAILED" if i % 1000 == 999 else "PASSED"
-                buf.write(f"{ts}[gw{i % 4}] [ 50%] \x1b[32m{outcome}\x1b[0m "
-                          f"tests/e2e/test_m{i % 97}.py::test_case[p{i}-ü x] \n")
-                buf.write(f"{ts}INFO 04-25 05:18:16 [engine.py:123] step {i} done\n")
-                i += 1
-            out.write(buf.getvalue())
-            buf.seek(0)
-            buf.truncate()
-        out.write(ts + f"==== {i // 1000} failed, {i - i // 1000} passed in 999.00s ====\n")
-    return i
-
-
 @pytest.mark.slow
-def test_50mb_log_is_streamed_in_bounded_memory(tmp_path):
+def test_50mb_log_is_streamed_in_bounded_memory(tmp_path, monkeypatch):
+    # The generator and the measuring script are the benchmark's own (one source of truth).
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import bench_repro
+
     path = tmp_path / "big.txt"
-    tests = write_big_log(path, 50)
-    out = subprocess.run([sys.executable, "-c", BIG_LOG_SCRIPT, str(path)], check=True,
-                         capture_output=True, text=True).stdout.split()
-    failures, seen, growth_mb = int(out[0]), int(out[1]), int(out[3])
+    tests = bench_repro.write_big_log(path, 50)
+    failures, seen, _wall, growth_mb, _cpu = bench_repro.parse_once(path)
     assert failures == tests // 1000
     assert seen == tests
     # The log is 50 MB; a parser that held it (or its lines) would grow by more than that.
