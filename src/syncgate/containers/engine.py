@@ -94,6 +94,17 @@ class Engine:
         code = _run(args, repo, env, log, timeout_s)
         return code, time.monotonic() - start
 
+    def run(self, repo: Path, service: str, args: Sequence[str], *, project: str,
+            env: Mapping[str, str], log: Path, timeout_s: float = 900) -> tuple[int, float]:
+        """``compose run --rm SERVICE ARGS``: the service's container with other gate arguments.
+
+        Returns the exit code and the wall time. Always pair with :meth:`down`.
+        """
+        start = time.monotonic()
+        code = _run([*self.compose, "-p", project, "run", "--rm", service, *args], repo, env,
+                    log, timeout_s)
+        return code, time.monotonic() - start
+
     def down(self, repo: Path, *, project: str, env: Mapping[str, str], log: Path) -> None:
         """Remove the project's containers, network and volumes (never images)."""
         _run([*self.compose, "-p", project, "down", "--volumes", "--remove-orphans",

