@@ -92,3 +92,21 @@ def test_actionlint_catches_an_undefined_input(run_tool, repo, tmp_path):
     lint = run_tool("actionlint", "-no-color", str(broken))
     assert lint.returncode != 0
     assert "vllm-ascend-rev" in lint.stdout
+
+
+SCRIPTS = ("ci/docker-up.sh", "ci/docker-down.sh", "ci/gate.sh", "docker/npu-entrypoint.sh",
+           "docker/fetch-ref.sh", ".ci/run")
+
+
+def test_shell_scripts_pass_shellcheck(run_tool):
+    result = run_tool("shellcheck", *SCRIPTS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_shellcheck_rejects_an_unquoted_state_path(run_tool, repo, tmp_path):
+    text = (repo / "ci/docker-down.sh").read_text()
+    broken = tmp_path / "docker-down.sh"
+    broken.write_text(text.replace('rm -f "$pidfile"', "rm -f $pidfile", 1))
+    result = run_tool("shellcheck", str(broken))
+    assert result.returncode != 0
+    assert "SC2086" in result.stdout
