@@ -4,6 +4,7 @@ Broken variants are written to tmp_path by the tests themselves, so each validat
 fail as well as to pass.
 """
 
+import os
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,9 @@ def run_tool(repo: Path):
     """run_tool(name, *args) -> CompletedProcess, run from the repository root."""
 
     def run(name: str, *args: str) -> subprocess.CompletedProcess:
+        # The environment's bin dir first: actionlint runs shellcheck on workflow scripts.
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         return subprocess.run([_tool(name), *args], cwd=repo, capture_output=True, text=True,
-                              timeout=120, check=False)
+                              timeout=120, check=False, env=env)
 
     return run
