@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from syncgate.cli import main
+from syncgate.commands import repro as repro_command
 from syncgate.errors import RerunError
-from syncgate.repro import engine
 from syncgate.repro.runner import LocalRunner
 
 
@@ -17,7 +17,7 @@ def test_list_prints_node_ids_and_runs_nothing(repro_logs, monkeypatch, capsys):
     def no_rerun(*_args, **_kw):
         raise AssertionError("--list must not run anything")
 
-    monkeypatch.setattr(engine, "reproduce", no_rerun)
+    monkeypatch.setattr(repro_command, "reproduce", no_rerun)
     monkeypatch.setattr(LocalRunner, "pytest", no_rerun)
     assert main(["repro", str(repro_logs / "gh_run_view_log_failed.txt"), "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
