@@ -106,8 +106,10 @@ def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, s
     log.failures = [f for f in log.failures if "labels" in f.nodeid or "collect" in f.nodeid
                     or "TestAlways" in f.nodeid]
     log.failures.append(CiFailure("case_flaky.py::test_fine --co", Outcome.FAILED))
+    # A per-file runner line for a crashed file: the whole file is the unit rerun.
+    log.failures.append(CiFailure("case_order.py", Outcome.FAILED, detail="exit code -9"))
     runner = RecordingRunner(suite_dir)
-    verdicts = reproduce(log, runner, RerunConfig(runs=1, workers=1))
+    verdicts = reproduce(log, runner, RerunConfig(runs=2, workers=1))
     assert {v.nodeid: v.verdict for v in verdicts} == {
         "case_collect_error.py": Verdict.ENVIRONMENT,
         "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
@@ -115,9 +117,13 @@ def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, s
         "case_flaky.py::test_labels[[nested]]": Verdict.NOT_REPRODUCED,
         "case_flaky.py::test_labels[\\xfc]": Verdict.NOT_REPRODUCED,
         "case_flaky.py::test_fine --co": Verdict.MISSING,
+        # polluter then victim, every run: as a file it fails every time
+        "case_order.py": Verdict.BROKEN,
     }
+    whole_file = next(v for v in verdicts if v.nodeid == "case_order.py")
+    assert (whole_file.failures, len(whole_file.runs)) == (2, 2)
     args, plan = runner.calls[1]
-    assert sorted(plan["targets"]) == sorted(args[-4:])
+    assert sorted(plan["targets"]) == sorted(args[-5:])
     assert "case_flaky.py::test_fine --co" not in args
 
 
