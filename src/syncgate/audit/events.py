@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -127,11 +127,25 @@ class SyncEvent:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["kind"] = self.kind.value
-        data["step_kind"] = self.step_kind.value
-        data["site"] = {**asdict(self.site), "where": str(self.site)}
-        return data
+        # Spelled out rather than dataclasses.asdict, which deep-copies: the live audit
+        # serialises every event of every step inside the server's decode loop.
+        site = self.site
+        return {
+            "kind": self.kind.value,
+            "api": self.api,
+            "site": {
+                "file": site.file,
+                "line": site.line,
+                "function": site.function,
+                "module": site.module,
+                "qualname": site.qualname,
+                "where": str(site),
+            },
+            "step": self.step,
+            "step_kind": self.step_kind.value,
+            "blocked_s": self.blocked_s,
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SyncEvent:

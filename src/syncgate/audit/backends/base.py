@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -87,6 +87,25 @@ def mark_counted(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+class _Depth:
+    """A per-thread nesting counter as a context manager (cheaper than a generator: hot path)."""
+
+    __slots__ = ("_local", "_name")
+
+    def __init__(self, local: threading.local, name: str) -> None:
+        self._local = local
+        self._name = name
+
+    def __enter__(self) -> None:
+        setattr(self._local, self._name, getattr(self._local, self._name, 0) + 1)
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(self._local, self._name, getattr(self._local, self._name) - 1)
+
+
+_NO_CAPTURE = nullcontext()
+
+
 class AuditBackend:
     """Counts host waits in one process and cuts them into runner steps."""
 
@@ -97,6 +116,7 @@ class AuditBackend:
         self.patches = Patches()
         self._on_runner = on_runner
         self._local = threading.local()
+        self._depths: dict[str, _Depth] = {}
         self._step_started = 0.0
         self.runner_info: dict[str, Any] | None = None
 
@@ -114,15 +134,14 @@ class AuditBackend:
     def _depth(self, name: str) -> int:
         return int(getattr(self._local, name, 0))
 
-    @contextmanager
-    def _deeper(self, name: str) -> Iterator[None]:
-        setattr(self._local, name, self._depth(name) + 1)
-        try:
-            yield
-        finally:
-            setattr(self._local, name, self._depth(name) - 1)
+    def _deeper(self, name: str) -> _Depth:
+        """A context that counts, per thread, how deep we are inside ``name``."""
+        context = self._depths.get(name)
+        if context is None:
+            context = self._depths[name] = _Depth(self._local, name)
+        return context
 
-    def quiet(self) -> Any:
+    def quiet(self) -> _Depth:
         """Inside, waits are not recorded: they belong to a wait that already was."""
         return self._deeper("quiet")
 
@@ -294,7 +313,7 @@ class AuditBackend:
     # --- steps -------------------------------------------------------------------------------
     def capture(self) -> Any:
         """Around each runner call of a step: device backends arm their sync detector here."""
-        return nullcontext()
+        return _NO_CAPTURE
 
     def begin_step(self, kind: Any, meta: dict[str, Any]) -> Step:
         self._step_started = time.perf_counter()

@@ -16,8 +16,8 @@ calls the code *makes*:
 
 **Which tensors are "device" tensors.** On CPU every tensor is a host tensor, and vLLM even aliases
 each ``CpuGpuBuffer.gpu`` to its ``.cpu``, so placement cannot tell. A tensor counts as device
-resident when it shares storage with what the runner's compute path produces on the device: the
-hidden states returned by ``_model_forward`` and the sampler output returned by ``_sample``
+resident when it is, or is a view of (the same ``_base``), what the runner's compute path produces on
+the device: the hidden states returned by ``_model_forward`` and the sampler output of ``_sample``
 (sampled ids, logprobs). ``.tolist()/.item()/.cpu()/.numpy()`` of such a tensor (or of a view of
 it) is a ``blocking_readback``; on the runner's ``*_cpu``/numpy host buffers it is not. ``.cpu()``
 of a device tensor returns a copy, as on a device, so ``t.cpu().numpy()`` is one readback. This misses
@@ -43,11 +43,10 @@ CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.mod
 READBACKS = ("tolist", "item", "cpu", "numpy")
 
 
-def _storage_key(tensor: torch.Tensor) -> int | None:
-    try:
-        return int(tensor.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):  # sparse, meta, ...
-        return None
+def _root(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor that owns ``tensor``'s memory: itself, or the base it is a view of."""
+    base = tensor._base
+    return tensor if base is None else base
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -69,7 +68,7 @@ class CpuBackend(AuditBackend):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._device_storages: dict[int, weakref.ref[torch.Tensor]] = {}
+        self._device_tensors: dict[int, weakref.ref[torch.Tensor]] = {}
 
     def install(self) -> None:
         super().install()
@@ -80,21 +79,21 @@ class CpuBackend(AuditBackend):
     def mark_device(self, value: Any) -> None:
         """Treat the tensors in ``value`` (and views of them) as device resident."""
         for tensor in _tensors(value):
-            key = _storage_key(tensor)
-            if key:
-                self._device_storages[key] = weakref.ref(tensor)
+            root = _root(tensor)
+            self._device_tensors[id(root)] = weakref.ref(root)
 
     def is_device(self, tensor: torch.Tensor) -> bool:
-        if not self._device_storages:
+        if not self._device_tensors:
             return False
-        ref = self._device_storages.get(_storage_key(tensor) or 0)
-        return ref is not None and ref() is not None
+        root = _root(tensor)
+        ref = self._device_tensors.get(id(root))
+        return ref is not None and ref() is root
 
     def end_step(self, **meta: Any) -> Step | None:
         step = super().end_step(**meta)
-        dead = [k for k, ref in self._device_storages.items() if ref() is None]
+        dead = [key for key, ref in self._device_tensors.items() if ref() is None]
         for key in dead:
-            del self._device_storages[key]
+            del self._device_tensors[key]
         return step
 
     def _readback(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:

@@ -12,6 +12,7 @@ not grow.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import platform
@@ -24,6 +25,7 @@ from syncgate import __version__
 from syncgate.audit.backends import backend_class
 from syncgate.audit.backends.base import RUNNER_CLASSES, AuditBackend
 from syncgate.audit.backends.imports import PostImportHook
+from syncgate.audit.events import SyncEvent
 from syncgate.audit.ledger import JsonlJournal, Ledger, Step
 from syncgate.audit.mutants import apply_mutant, check_mutant
 from syncgate.errors import AuditDirError
@@ -32,10 +34,60 @@ JOURNAL_FORMAT = 1
 
 
 class ProcessJournal(JsonlJournal):
-    """A step journal that can also add header records as the process learns what it is."""
+    """A step journal that can also add header records as the process learns what it is.
+
+    It runs once per step inside the decode loop, so lines are compact and unsorted, and the
+    parts of an event that repeat every step (kind, API, call site) are serialised once and
+    reused; the line parses to exactly ``{"type": "step", **step.to_json()}``.
+    """
+
+    _SEPARATORS = (",", ":")
+    _MAX_FRAGMENTS = 1024
+
+    def __init__(self, path: str, header: dict[str, Any] | None = None) -> None:
+        self._fragments: dict[tuple[Any, ...], str] = {}
+        super().__init__(path, header)
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._write_line(json.dumps(obj, separators=self._SEPARATORS))
+
+    def _write_line(self, line: str) -> None:
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
 
     def write_header(self, **fields: Any) -> None:
         self._write({"type": "header", **fields})
+
+    def __call__(self, step: Step) -> None:
+        head = json.dumps(
+            {
+                "type": "step",
+                "index": step.index,
+                "kind": step.kind.value,
+                "counts": step.counts(),
+                "meta": step.meta,
+            },
+            separators=self._SEPARATORS,
+        )
+        events = ",".join(self._event_json(e) for e in step.events)
+        self._write_line(f'{head[:-1]},"events":[{events}]}}')
+
+    def _event_json(self, event: SyncEvent) -> str:
+        key = (event.kind, event.api, event.site, event.detail)
+        static = self._fragments.get(key)
+        if static is None:
+            if len(self._fragments) >= self._MAX_FRAGMENTS:
+                self._fragments.clear()
+            data = event.to_json()
+            for varying in ("step", "step_kind", "blocked_s"):
+                del data[varying]
+            static = self._fragments[key] = json.dumps(data, separators=self._SEPARATORS)[:-1]
+        step = "null" if event.step is None else str(event.step)
+        return (
+            f'{static},"step":{step},"step_kind":"{event.step_kind.value}",'
+            f'"blocked_s":{float(event.blocked_s)!r}}}'
+        )
 
 
 def process_role() -> str:

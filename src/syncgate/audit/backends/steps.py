@@ -16,34 +16,37 @@ from syncgate.audit.events import StepKind
 
 
 def classify_step(scheduler_output: Any) -> tuple[StepKind, dict[str, Any]]:
-    """The step kind and a small metadata dict (token and request counts) for the journal."""
-    scheduled: dict[str, int] = dict(getattr(scheduler_output, "num_scheduled_tokens", {}) or {})
-    spec: dict[str, list[int]] = dict(
-        getattr(scheduler_output, "scheduled_spec_decode_tokens", {}) or {}
-    )
-    prompt_reqs = {r.req_id for r in getattr(scheduler_output, "scheduled_new_reqs", ())}
-    cached = getattr(scheduler_output, "scheduled_cached_reqs", None)
-    prompt_reqs |= set(getattr(cached, "resumed_req_ids", ()) or ())
-    outputs = getattr(cached, "num_output_tokens", None)
-    if cached is not None and outputs is not None:
-        prompt_reqs |= {r for r, n in zip(cached.req_ids, outputs, strict=False) if n == 0}
-        known = True
-    else:
-        known = False
+    """The step kind and a small metadata dict (token and request counts) for the journal.
 
-    prefill = decode = 0
-    for req_id, tokens in scheduled.items():
-        drafts = len(spec.get(req_id, ()))
-        is_prompt = req_id in prompt_reqs or (not known and tokens != 1 + drafts)
-        if is_prompt:
-            prefill += tokens
-        else:
-            decode += tokens
+    Runs once per step in the decode loop, so it only sums: every token is a decode token except
+    those of new, resumed and context-phase requests.
+    """
+    scheduled: dict[str, int] = getattr(scheduler_output, "num_scheduled_tokens", None) or {}
+    spec: dict[str, list[int]] = (
+        getattr(scheduler_output, "scheduled_spec_decode_tokens", None) or {}
+    )
+    total = sum(scheduled.values())
+    prefill = sum(
+        scheduled.get(r.req_id, 0) for r in getattr(scheduler_output, "scheduled_new_reqs", ())
+    )
+    cached = getattr(scheduler_output, "scheduled_cached_reqs", None)
+    outputs = getattr(cached, "num_output_tokens", None)
+    if outputs is not None:
+        resumed = getattr(cached, "resumed_req_ids", None) or ()
+        for req_id, num_outputs in zip(cached.req_ids, outputs, strict=False):
+            if num_outputs == 0 or req_id in resumed:
+                prefill += scheduled.get(req_id, 0)
+    else:  # older vLLM: a decoding request schedules one token plus its drafts
+        new = {r.req_id for r in getattr(scheduler_output, "scheduled_new_reqs", ())}
+        prefill += sum(
+            n for r, n in scheduled.items() if r not in new and n != 1 + len(spec.get(r, ()))
+        )
+    decode = total - prefill
     meta = {
         "num_reqs": len(scheduled),
-        "num_tokens": prefill + decode,
+        "num_tokens": total,
         "prefill_tokens": prefill,
         "decode_tokens": decode,
-        "spec_tokens": sum(len(v) for v in spec.values()),
+        "spec_tokens": sum(len(v) for v in spec.values()) if spec else 0,
     }
     return StepKind.classify(prefill, decode), meta
