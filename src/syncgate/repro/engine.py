@@ -159,7 +159,8 @@ def triage(log: CiLog, tree: LocalTree) -> tuple[list[TestVerdict], dict[str, Ci
 
 
 def _session_args(runner: Runner, workers: int, items: int, config: RerunConfig) -> list[str]:
-    args = ["-q", "-p", "no:cacheprovider", "-rN", "--tb=short"]
+    # --maxfail=0 undoes a project's -x/--maxfail: a rerun must not stop at its first failure.
+    args = ["-q", "-p", "no:cacheprovider", "-rN", "--tb=short", "--maxfail=0"]
     if workers > 1 and items > 1 and runner.has_module("xdist"):
         args += ["-n", str(min(workers, items)), "--dist", "load"]
     elif runner.has_module("xdist"):

@@ -68,13 +68,19 @@ def test_mutants_a_fixed_test_and_a_log_without_order(repro_logs, suite_dir, tmp
     shutil.copytree(suite_dir, fixed)
     (fixed / "case_broken.py").write_text(
         "class TestAlways:\n    def test_broken(self):\n        assert 1 + 1 == 2\n")
+    # A project that stops at the first failure must not cut the reruns short.
+    ini = fixed / "pytest.ini"
+    ini.write_text(ini.read_text().replace("addopts = ", "addopts = -x "))
     log = parse_log(repro_logs / "pytest_quiet.txt")  # -q output: no test order at all
-    keep = {"case_broken.py::TestAlways::test_broken", "case_order.py::test_victim"}
+    keep = {"case_broken.py::TestAlways::test_broken", "case_order.py::test_victim",
+            "case_flaky.py::test_flaky_half"}
     log.failures = [f for f in log.failures if f.nodeid in keep]
     verdicts = reproduce(log, LocalRunner(fixed),
-                         RerunConfig(runs=4, workers=1, replay_order=True))
-    assert [(v.verdict, v.failures, len(v.runs), len(v.replays)) for v in verdicts] == [
-        (Verdict.NOT_REPRODUCED, 0, 4, 0)] * 2
+                         RerunConfig(runs=4, workers=1, replay_order=True, early_stop=False))
+    assert {v.nodeid: (v.verdict, len(v.runs), len(v.replays)) for v in verdicts} == {
+        "case_broken.py::TestAlways::test_broken": (Verdict.NOT_REPRODUCED, 4, 0),
+        "case_order.py::test_victim": (Verdict.NOT_REPRODUCED, 4, 0),
+        "case_flaky.py::test_flaky_half": (Verdict.FLAKY, 4, 0)}
 
 
 def test_missing_and_hostile_node_ids_never_reach_pytest(suite_dir):
