@@ -38,7 +38,7 @@ _OUTCOME_WORDS = frozenset(_OUTCOMES.split("|"))
 _VERBOSE_LINE = re.compile(
     rf"^(?P<nodeid>[^\s:][^:]*?\.py::.*?) (?P<outcome>{_OUTCOMES})(?:\s+\[\s*\d+%\])?\s*$"
 )
-_VERBOSE_START = re.compile(r"^(?P<nodeid>[^\s:][^:]*?\.py::\S+)(?: |$)")
+_VERBOSE_START = re.compile(r"^[^\s:][^:]*?\.py::\S")
 _LONE_OUTCOME = re.compile(rf"(?:^|\S)({_OUTCOMES})(?:\s+\[\s*\d+%\])?\s*$")
 _SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+$")
 _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S.*)$")
@@ -57,11 +57,12 @@ _SUITE_END = re.compile(
 _GH_TAB = re.compile(r"^([^\t]*)\t([^\t]*)\t(.*)$")
 
 
-def split_nodeid(text: str) -> str:
-    """The node id at the start of ``text``: up to the first `` - `` outside brackets.
+def split_nodeid(text: str, separator: str = " - ") -> str:
+    """The node id at the start of ``text``: up to the first ``separator`` outside brackets.
 
-    Summary lines are ``FAILED <nodeid> - <message>`` and parametrize ids may themselves contain
-    `` - `` or spaces inside ``[...]``, so a plain split would cut them.
+    Summary lines are ``FAILED <nodeid> - <message>`` and ``-sv`` lines are ``<nodeid> <print
+    output>``; parametrize ids may themselves contain `` - `` or spaces inside ``[...]``, so a
+    plain split would cut them.
     """
     depth = 0
     for i, ch in enumerate(text):
@@ -69,7 +70,7 @@ def split_nodeid(text: str) -> str:
             depth += 1
         elif ch == "]":
             depth = max(0, depth - 1)
-        elif depth == 0 and text.startswith(" - ", i):
+        elif depth == 0 and text.startswith(separator, i):
             return text[:i]
     return text.rstrip()
 
@@ -177,9 +178,8 @@ class TextScanner:
                 self._pending = None
                 self._ran("main", m.group("nodeid"), m.group("outcome"))
                 return
-            m = _VERBOSE_START.match(line)
-            if m:
-                self._pending = m.group("nodeid")
+            if _VERBOSE_START.match(line):
+                self._pending = split_nodeid(line, " ")
                 return
         if self._pending is not None:
             m = _LONE_OUTCOME.search(line)

@@ -178,3 +178,20 @@ def test_50mb_log_is_streamed_in_bounded_memory(tmp_path, monkeypatch):
     assert seen == tests
     # The log is 50 MB; a parser that held it (or its lines) would grow by more than that.
     assert growth_mb < 25, f"peak RSS grew by {growth_mb} MB while parsing"
+
+
+def test_verbose_output_interleaved_with_captured_prints(tmp_path):
+    # pytest -sv (vllm-ascend's runner): the outcome lands after whatever the test printed.
+    path = tmp_path / "sv.txt"
+    path.write_text(
+        "tests/e2e/test_a.py::test_x[tp 2] INFO 04-25 engine started\n"
+        "INFO 04-25 step 1 done\n"
+        "PASSED\n"
+        "tests/e2e/test_a.py::test_y Loading weights\n"
+        "\x1b[31mFAILED\x1b[0m\n"
+        "tests/e2e/test_a.py::test_z PASSED\n"
+        "=========== 1 failed, 2 passed in 9.00s ===========\n")
+    log = parse_log(path)
+    assert [(f.nodeid, f.predecessors) for f in log.failures] == [
+        ("tests/e2e/test_a.py::test_y", ("tests/e2e/test_a.py::test_x[tp 2]",))]
+    assert log.tests_seen == 3
