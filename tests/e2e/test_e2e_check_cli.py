@@ -3,8 +3,10 @@ token shows up as a divergence in the report, and an invalid server flag is a on
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,27 @@ def test_invalid_server_flag_is_a_one_line_exit_2(tmp_path, no_leftovers, profil
     assert last.startswith("syncgate check: error: server 'baseline' exited with code")
     assert "--bogus-flag" in last
     assert no_leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_check_leaves_no_process(tmp_path, no_leftovers, syncgate_device, how):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "syncgate.cli", "check", "--device", syncgate_device,
+         "--scenarios", "sequential", "--report", str(tmp_path / "report")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        for line in proc.stderr:  # progress lines: wait until the server is booting
+            if "starting vllm serve" in line:
+                break
+        deadline = time.monotonic() + 60
+        while not no_leftovers(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert no_leftovers(tmp_path), "the server never started"
+        time.sleep(3)  # let it spawn its EngineCore
+        proc.send_signal(how)
+        assert proc.wait(60) == 130
+        assert no_leftovers(tmp_path) == []
+    finally:
+        proc.kill()
+        proc.wait()
