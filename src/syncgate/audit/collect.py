@@ -6,7 +6,8 @@ The vLLM plugin (:mod:`syncgate.vllm_plugin`) writes ``<role>-<pid>.jsonl`` into
 (runner ``v1``/``v2``, speculation on/off), then one ``step`` record per runner step, flushed at
 once because vLLM kills its EngineCore and workers at shutdown. Later header fields override
 earlier ones. A torn last line (a process killed mid-write) is dropped; a broken line anywhere else
-means the journal is not ours or was damaged, and is an error.
+means the journal is not ours or was damaged, and is an error. Use one fresh directory per server
+run: every ``*.jsonl`` in it is read as part of the same run.
 """
 
 from __future__ import annotations

@@ -160,7 +160,9 @@ class LiveAudit:
     def _on_runner(self, runner: Any, info: dict[str, Any]) -> None:
         if self.mutant:
             apply_mutant(runner, self.mutant)
-        self.journal.write_header(role="worker", versions=versions(), **info)
+        self.journal.write_header(
+            role="worker", pid=os.getpid(), device=self.device, versions=versions(), **info
+        )
 
     def _write_step(self, step: Step) -> None:
         self.journal(step)
