@@ -8,6 +8,7 @@ swap ``_torch_cuda_wrapper`` from ``vllm.v1.worker.cpu_model_runner``.
 
 import types
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -41,14 +42,12 @@ def cpu_backend(ledger, keep_accelerator) -> Iterator[CpuBackend]:
     backend.uninstall()
 
 
+@dataclass
 class SamplerOutput:
-    """Shaped like vllm.v1.outputs.SamplerOutput (a dataclass)."""
+    """Shaped like vllm.v1.outputs.SamplerOutput."""
 
-    __dataclass_fields__ = {"sampled_token_ids": None, "logprobs_tensors": None}  # noqa: RUF012
-
-    def __init__(self, sampled_token_ids: torch.Tensor) -> None:
-        self.sampled_token_ids = sampled_token_ids
-        self.logprobs_tensors = None
+    sampled_token_ids: torch.Tensor
+    logprobs_tensors: tuple[torch.Tensor, ...] | None = None
 
 
 def make_cpu_runner_module(vllm_cpu):
