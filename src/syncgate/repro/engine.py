@@ -15,12 +15,11 @@ import enum
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from syncgate.errors import UsageError
 from syncgate.repro.model import CiFailure, CiLog, Outcome
 from syncgate.repro.nodeids import LocalTree, collect, plausible
-from syncgate.repro.runner import Runner, check_exit
+from syncgate.repro.runner import PytestResult, Runner, check_exit
 from syncgate.repro.stats import (
     clopper_pearson_interval,
     runs_needed,
@@ -172,25 +171,58 @@ def _session_args(runner: Runner, workers: int, items: int, config: RerunConfig)
     return args
 
 
-def _collect_runs(records: list[dict[str, Any]], replay: bool) -> dict[str, list[RunResult]]:
-    """Fold per-phase report records into one outcome per (target, run)."""
+def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResult]]:
+    """Fold per-phase report records into one outcome per (target, run).
+
+    A run whose worker died mid-test has a setup report and no teardown; xdist then sends a
+    crash report (negative run index from the plugin) that is matched back to it by worker.
+    Without xdist the whole session dies with it: its unfinished run is the crash.
+    """
+    records = session.records
+    died = session.exit_code not in (0, 1, 2, 5)
     runs: dict[str, dict[int, RunResult]] = defaultdict(dict)
+    finished: set[tuple[str, int]] = set()
+    crashes = []
     for rec in records:
         if rec.get("role") != "target":
             continue
         target, index = rec["target"], int(rec["run"])
+        if index < 0:
+            crashes.append(rec)
+            continue
         result = runs[target].get(index)
         if result is None:
             result = runs[target][index] = RunResult(index, "passed", worker=rec["worker"],
                                                      replay=replay)
         result.duration += float(rec.get("duration") or 0.0)
+        if rec["when"] == "teardown":
+            finished.add((target, index))
         if rec["outcome"] == "failed" and result.outcome in ("passed", "skipped"):
             result.outcome = "failed" if rec["when"] == "call" else "error"
             result.phase = rec["when"]
             result.longrepr = rec.get("longrepr", "")
         elif rec["outcome"] == "skipped" and result.outcome == "passed":
             result.outcome = "skipped"
-    return {t: [r for _, r in sorted(by_run.items())] for t, by_run in runs.items()}
+    for rec in crashes:
+        target = rec["target"]
+        open_runs = [r for i, r in runs[target].items()
+                     if (target, i) not in finished and r.worker == rec["worker"]]
+        result = open_runs[0] if open_runs else RunResult(int(rec["run"]), "error",
+                                                          worker=rec["worker"], replay=replay)
+        result.outcome, result.phase = "error", "crash"
+        result.longrepr = rec.get("longrepr", "")
+        runs[target][result.run] = result
+        finished.add((target, result.run))
+    if died:
+        for target, by_run in runs.items():
+            for index, run in by_run.items():
+                if (target, index) not in finished:
+                    run.outcome, run.phase = "error", "crash"
+                    run.longrepr = f"pytest exited with code {session.exit_code} during this run"
+                    finished.add((target, index))
+    # A run that neither finished nor crashed (the session was cut short) is no evidence.
+    return {t: [r for i, r in sorted(by_run.items()) if (t, i) in finished]
+            for t, by_run in runs.items()}
 
 
 def _interval(config: RerunConfig, failures: int, runs: int) -> tuple[float, float]:
@@ -213,7 +245,7 @@ def reproduce(log: CiLog, runner: Runner, config: RerunConfig) -> list[TestVerdi
             "early_stop": config.early_stop, "broken_after": min(config.broken_after, runs)}
     args = _session_args(runner, config.workers, runs * len(runnable), config)
     result = check_exit(runner.pytest([*args, *runnable], plan), runner.description)
-    isolation = _collect_runs(result.records, replay=False)
+    isolation = _collect_runs(result, replay=False)
 
     replay_candidates: dict[str, tuple[str, ...]] = {}
     for nodeid, failure in runnable.items():
@@ -254,7 +286,7 @@ def _replay(runner: Runner, config: RerunConfig, blocks: dict[str, tuple[str, ..
                 "broken_after": 1, "blocks": [{"target": target, "sequence": [*before, target]}]}
         unique = list(dict.fromkeys((*before, target)))
         result = check_exit(runner.pytest([*args, *unique], plan), runner.description)
-        return _collect_runs(result.records, replay=True).get(target, [])
+        return _collect_runs(result, replay=True).get(target, [])
 
     width = max(1, min(config.workers, len(blocks))) if runner.concurrent else 1
     with ThreadPoolExecutor(max_workers=width) as pool:

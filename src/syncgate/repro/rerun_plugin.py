@@ -52,6 +52,13 @@ def _clone(item: pytest.Item) -> pytest.Item:
     )
 
 
+def _worker_of(report: pytest.TestReport) -> str:
+    """The xdist worker a report came from (crash reports only carry the worker's gateway)."""
+    worker = getattr(report, "worker_id", None)
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    return str(worker or getattr(gateway, "id", None) or "main")
+
+
 class ReproPlugin:
     """Collection-time cloning, run-index export, result recording and early stop."""
 
@@ -63,6 +70,7 @@ class ReproPlugin:
         self._settled_mtime = -1
         self.tally: dict[str, list[int]] = {}  # target -> [failed runs, passed runs]
         self._runs: dict[tuple[str, int], bool] = {}  # (target, run) -> failed so far
+        self._crashes = 0  # crashed runs get run indices -1, -2, ...
         self._results = None
         if not self.is_worker:
             self._results = open(plan["results"], "a", encoding="utf-8")  # noqa: SIM115
@@ -122,24 +130,38 @@ class ReproPlugin:
             return
         props = dict(report.user_properties)
         target, run = props.get(_TARGET), props.get(_RUN)
+        role = props.get("syncgate_role")
+        if target is None and report.failed:
+            # xdist's report for a worker that died mid-test (segfault, os._exit) carries none
+            # of the item's properties: attribute it to its target as a run that crashed.
+            target = self._target_of(report.nodeid)
+            self._crashes -= 1
+            run, role = self._crashes, "target"
         if target is None:
             return
         record = {
             "target": target,
             "run": run,
-            "role": props.get("syncgate_role"),
+            "role": role,
             "nodeid": report.nodeid,
             "when": report.when,
             "outcome": report.outcome,
-            "worker": getattr(report, "worker_id", None) or "main",
+            "worker": _worker_of(report),
             "duration": report.duration,
         }
         if report.failed:
             record["longrepr"] = str(report.longrepr)[-_LONGREPR_CHARS:]
         self._results.write(json.dumps(record) + "\n")
         self._results.flush()
-        if props.get("syncgate_role") == "target":
+        if role == "target":
             self._account(str(target), int(run), report)
+
+    def _target_of(self, nodeid: str) -> str | None:
+        if self.plan["mode"] == "replay":
+            wanted = [block["target"] for block in self.plan["blocks"]]
+        else:
+            wanted = list(self.plan["targets"])
+        return next((t for t in wanted if _matches(nodeid, t)), None)
 
     def _account(self, target: str, run: int, report: pytest.TestReport) -> None:
         """Track run outcomes of single-test targets and publish settled verdicts."""

@@ -146,3 +146,19 @@ def test_bad_config_is_a_usage_error(kwargs, problem):
 
 def test_default_runs_rule_out_five_percent():
     assert RerunConfig().resolved_runs() == 59
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_crashing_worker_counts_as_a_failed_run(suite_dir, workers):
+    # Runs 2 and 3 kill their process (as a segfault would). With xdist the crash report is
+    # matched back to its run; without it the session dies and its open run is the crash.
+    log = CiLog(source="ci", format="pytest",
+                failures=[CiFailure("case_crash.py::test_crashes_sometimes", Outcome.FAILED)])
+    [verdict] = reproduce(log, LocalRunner(suite_dir),
+                          RerunConfig(runs=6, workers=workers, early_stop=False))
+    outcomes = [(r.run, r.outcome, r.phase) for r in verdict.runs]
+    expected = [(1, "passed", ""), (2, "error", "crash"), (3, "error", "crash"),
+                (4, "passed", ""), (5, "passed", ""), (6, "passed", "")]
+    assert verdict.verdict is Verdict.FLAKY
+    assert outcomes == (expected if workers == 2 else expected[:2])
