@@ -163,7 +163,7 @@ def _session_args(runner: Runner, workers: int, items: int, config: RerunConfig)
     if workers > 1 and items > 1 and runner.has_module("xdist"):
         args += ["-n", str(min(workers, items)), "--dist", "load"]
     elif runner.has_module("xdist"):
-        args += ["-p", "no:xdist"]
+        args += ["-n", "0"]  # not -p no:xdist: a project's addopts may carry -n
     if config.seed is not None and runner.has_module("pytest_randomly"):
         args += ["-p", "randomly", f"--randomly-seed={config.seed}", "--randomly-dont-reorganize"]
     else:

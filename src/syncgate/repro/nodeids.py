@@ -96,6 +96,8 @@ def collect(runner: Runner, candidates: Iterable[str]) -> LocalTree:
         return tree
     args = ["--collect-only", "-q", "-rfE", "-p", "no:randomly",
             "--continue-on-collection-errors", *sorted(tree.files)]
+    if runner.has_module("xdist"):
+        args[:0] = ["-n", "0"]  # collect in this process even if addopts asks for workers
     result = check_exit(runner.pytest(args), runner.description)
     tree.nodeids, tree.errors = parse_collect_output(result.output)
     if result.exit_code not in (0, 1, 2, 5) and not tree.nodeids:

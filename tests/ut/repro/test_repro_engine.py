@@ -68,9 +68,10 @@ def test_mutants_a_fixed_test_and_a_log_without_order(repro_logs, suite_dir, tmp
     shutil.copytree(suite_dir, fixed)
     (fixed / "case_broken.py").write_text(
         "class TestAlways:\n    def test_broken(self):\n        assert 1 + 1 == 2\n")
-    # A project that stops at the first failure must not cut the reruns short.
+    # A project that stops at the first failure must not cut the reruns short, and one that
+    # always asks for xdist workers must still collect and replay in one process.
     ini = fixed / "pytest.ini"
-    ini.write_text(ini.read_text().replace("addopts = ", "addopts = -x "))
+    ini.write_text(ini.read_text().replace("addopts = ", "addopts = -x -n 2 "))
     log = parse_log(repro_logs / "pytest_quiet.txt")  # -q output: no test order at all
     keep = {"case_broken.py::TestAlways::test_broken", "case_order.py::test_victim",
             "case_flaky.py::test_flaky_half"}

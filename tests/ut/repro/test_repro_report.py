@@ -116,5 +116,5 @@ def test_session_args_pass_the_ci_seed_only_where_randomly_is_installed():
     assert "--randomly-seed=4242" not in args
     assert args[-2:] == ["-p", "no:randomly"]
     assert "-n" in args
-    assert "-n" not in _session_args(Has("xdist"), 2, 1, config)
+    assert _session_args(Has("xdist"), 2, 1, config)[-4:-2] == ["-n", "0"]
     assert "-n" not in _session_args(Has(), 2, 10, config)
