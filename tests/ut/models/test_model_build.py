@@ -130,10 +130,13 @@ def test_marker_is_written_last_and_names_the_recipe(built):
     assert set(data["files"]) >= {"model.safetensors", "tokenizer.json", "config.json"}
 
 
-def test_model_build_command(tmp_path, capsys, built):
+def test_model_build_command(tmp_path, capsys, built, monkeypatch):
     assert main(["model", "build", str(tmp_path / "m")]) == 0
     out = capsys.readouterr().out
     assert built.files["model.safetensors"][:16] in out
+    monkeypatch.setenv("SYNCGATE_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["model", "path", "--arch", "qwen2"]) == 0
+    assert capsys.readouterr().out.strip() == str(cached_model_dir(load_recipe("qwen2")))
     with pytest.raises(SystemExit) as info:
         main(["model", "build", str(tmp_path / "q"), "--arch", "gpt2"])
     assert info.value.code == 2
