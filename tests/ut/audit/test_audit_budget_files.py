@@ -11,6 +11,7 @@ import pytest
 
 from syncgate.audit.budgets import builtin_budget_path, load_budgets
 from syncgate.audit.collect import load_audit_dir
+from syncgate.audit.verdict import evaluate
 
 DATA = Path(__file__).parents[2] / "data" / "audit"
 
@@ -53,3 +54,42 @@ def test_mutant_run_fails_naming_its_lines():
     for breach in verdict.breaches:
         (site,) = breach.sites
         assert site.endswith(("mutants.py:26:_to_list", "mutants.py:27:_to_list"))
+
+
+@pytest.mark.needs_sdist
+@pytest.mark.parametrize("speculative_steps", [0, 3])
+def test_npu_v2_budget_against_vllm_ascend_before_and_after_13382(
+    ascend_before_source, speculative_steps
+):
+    """Real vllm-ascend V2 methods on the simulated NPU (syncgate.npu): 0.23.0.post1 waits on
+    num_computed_tokens_event every step even without a speculator; the fix does not."""
+    from syncgate.audit.events import StepKind
+    from syncgate.audit.ledger import Step
+    from syncgate.npu.driver import run_scenario
+    from syncgate.npu.harness import AscendSource, load_runner_class
+    from syncgate.npu.parent import SimulatedGPUModelRunner
+    from syncgate.npu.scheduler import AddRequest, Schedule
+    from syncgate.npu.state import RunnerSpec
+
+    actions = [AddRequest(6), AddRequest(3), Schedule(chunks=(4,)), *[Schedule()] * 3]
+    budget = load_budgets(builtin_budget_path("npu")).select("v2", speculative_steps > 0)
+    verdicts = {}
+    for name, root in (("before", ascend_before_source), ("after", DATA.parent / "npu" / "after_fix")):
+        runner = load_runner_class(AscendSource.at(root), SimulatedGPUModelRunner)
+        records = run_scenario(runner, RunnerSpec(4, speculative_steps), actions).records
+        steps = [
+            Step(r.index, r.syncs[0].step_kind if r.syncs else StepKind.DECODE, events=r.syncs)
+            for r in records
+        ]
+        verdicts[name] = evaluate(steps, budget)
+    assert verdicts["after"].passed
+    if speculative_steps:
+        assert verdicts["before"].passed  # the wait is what the spec path needs: allow-listed
+        assert set(verdicts["before"].allowed) == {
+            "vllm_ascend.worker.v2.model_runner:NPUModelRunner._update_seq_lens_cpu"
+        }
+    else:
+        breaches = verdicts["before"].breaches
+        assert {b.kind for b in breaches} == {"event_sync"}
+        assert "decode" in {b.step_kind.value for b in breaches}
+        assert all(site.endswith(":_update_seq_lens_cpu") for b in breaches for site in b.sites)
