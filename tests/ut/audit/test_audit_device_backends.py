@@ -151,3 +151,31 @@ def test_unknown_device_and_missing_namespace_are_environment_problems(ledger, m
             backend.rearm()
     finally:
         backend.uninstall()
+
+
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_async_output_wait_is_allow_listed_a_blocking_readback_is_not(device, ledger):
+    """vLLM's AsyncGPUModelRunnerOutput: its event wait fits the async-scheduling budget; the
+    same class reading the ids back with .cpu() in its constructor breaches it."""
+    gpu_runner = pytest.importorskip("vllm.v1.worker.gpu_model_runner")
+    from vllm.v1.outputs import ModelRunnerOutput
+
+    acc, backend, ns = device
+    budget = load_budgets(builtin_budget_path("cuda")).select("v1", speculation=False)
+
+    class BlockingReadback(gpu_runner.AsyncGPUModelRunnerOutput):
+        def __init__(self, model_runner_output, sampled_token_ids, *args, **kwargs):
+            super().__init__(model_runner_output, sampled_token_ids, *args, **kwargs)
+            self.sampled_token_ids_cpu = sampled_token_ids.cpu()
+
+    for cls in (gpu_runner.AsyncGPUModelRunnerOutput, BlockingReadback):
+        ids = acc.device_tensor(torch.tensor([[11], [12], [13]]))
+        mro = ModelRunnerOutput(req_ids=["a", "b", "c"], req_id_to_index={"a": 0, "b": 1, "c": 2})
+        with ledger.step(StepKind.DECODE), backend.capture():
+            out = cls(mro, ids, None, [1], ns.Stream(), vocab_size=100)
+            assert out.get_output().sampled_token_ids == [[11], [], [13]]
+    first, second = (evaluate([s], budget) for s in ledger.steps)
+    assert first.passed
+    assert set(first.allowed) == {"vllm.v1.worker.gpu_model_runner:AsyncGPUModelRunnerOutput.get_output"}
+    assert [(b.kind, b.worst) for b in second.breaches] == [("blocking_readback", 1)]
+    assert all("test_audit_device_backends.py" in site for site in second.breaches[0].sites)
