@@ -109,6 +109,9 @@ def judge(groups: Sequence[GroupRun], reference: Reference, budgets: BudgetSet, 
                 verdict.problems.append(f"request failed: {run.error}")
             if run.steps:
                 verdict.sync = evaluate(run.steps, budget)
+            elif run.outcome.generations:  # tokens came out, yet no step was journaled
+                verdict.problems.append("the audit journal recorded no runner step: the sync "
+                                        "budget cannot be judged (is the plugin armed?)")
             for gen in run.outcome.generations:
                 _check_generation(verdict, gen, run.key, reference, anchors, mode, tolerance)
             scenario_verdicts.append(verdict)

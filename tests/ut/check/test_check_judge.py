@@ -50,8 +50,10 @@ def test_one_corrupted_token_is_the_reported_divergence(judge_kit):
 
 def test_scenarios_are_compared_with_each_other(judge_kit):
     k = judge_kit
-    first = k["scenario_run"]("a", "sequential", [k["gen"]("p0", PROMPT, REF[PROMPT])])
-    second = k["scenario_run"]("b", "batched", [k["gen"]("p0", PROMPT, [5, 6, 0, 8, 9, 10])])
+    first = k["scenario_run"]("a", "sequential", [k["gen"]("p0", PROMPT, REF[PROMPT])],
+                              k["clean_steps"]())
+    second = k["scenario_run"]("b", "batched", [k["gen"]("p0", PROMPT, [5, 6, 0, 8, 9, 10])],
+                               k["clean_steps"]())
     verdicts, _ = _judge(k, [k["group_run"]("a", [first]), k["group_run"]("b", [second])])
     assert verdicts[0].passed
     [peer] = verdicts[1].peers
@@ -63,7 +65,7 @@ def test_a_stopped_generation_only_has_to_be_a_prefix(judge_kit):
     k = judge_kit
     run = k["scenario_run"]("g", "stop_and_max_tokens",
                             [k["gen"]("p0/stop", PROMPT, [5, 6, 7], max_tokens=6, prefix_ok=True),
-                             k["gen"]("p1/max2", OTHER, [3, 3])])
+                             k["gen"]("p1/max2", OTHER, [3, 3])], k["clean_steps"]())
     [verdict], _ = _judge(k, [k["group_run"]("g", [run])])
     assert verdict.passed, verdict.failures()
 
@@ -100,9 +102,17 @@ def test_speculation_the_worker_did_not_run_is_a_group_problem(judge_kit):
     assert "speculation" in group.problems[0]
 
 
+def test_generations_without_journaled_steps_fail(judge_kit):
+    k = judge_kit
+    run = k["scenario_run"]("g", "sequential", [k["gen"]("p0", PROMPT, REF[PROMPT])], steps=())
+    [verdict], _ = _judge(k, [k["group_run"]("g", [run])])
+    assert not verdict.passed
+    assert "recorded no runner step" in verdict.problems[0]
+
+
 def test_missing_prompt_ids_are_a_problem(judge_kit):
     k = judge_kit
-    run = k["scenario_run"]("g", "sequential", [k["gen"]("p0", (), [1])])
+    run = k["scenario_run"]("g", "sequential", [k["gen"]("p0", (), [1])], k["clean_steps"]())
     [verdict], _ = _judge(k, [k["group_run"]("g", [run])])
     assert "no prompt_token_ids" in verdict.problems[0]
 
