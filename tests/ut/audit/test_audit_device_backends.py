@@ -1,5 +1,6 @@
 """CUDA and NPU backends on the simulated accelerator: debug-mode readbacks plus counted waits."""
 
+import types
 import warnings
 
 import pytest
@@ -179,3 +180,17 @@ def test_async_output_wait_is_allow_listed_a_blocking_readback_is_not(device, le
     assert set(first.allowed) == {"vllm.v1.worker.gpu_model_runner:AsyncGPUModelRunnerOutput.get_output"}
     assert [(b.kind, b.worst) for b in second.breaches] == [("blocking_readback", 1)]
     assert all("test_audit_device_backends.py" in site for site in second.breaches[0].sites)
+
+
+def test_synchronize_input_prep_wait_is_allow_listed(device, ledger):
+    gpu_runner = pytest.importorskip("vllm.v1.worker.gpu_model_runner")
+    _acc, backend, ns = device
+    runner = types.SimpleNamespace(prepare_inputs_event=ns.Event(blocking=True))
+    runner.prepare_inputs_event.record()
+    prep = gpu_runner.GPUModelRunner.synchronize_input_prep
+    with ledger.step(StepKind.DECODE), backend.capture(), prep(runner):
+        pass
+    (event,) = ledger.events
+    assert event.site.symbol == "vllm.v1.worker.gpu_model_runner:GPUModelRunner.synchronize_input_prep"
+    budget = load_budgets(builtin_budget_path(backend.device)).select("v1", speculation=False)
+    assert evaluate(ledger.steps, budget).passed
