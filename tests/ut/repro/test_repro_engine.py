@@ -48,9 +48,6 @@ def test_synthetic_suite_is_classified_exactly(repro_logs, suite_dir, suite_outc
     broken = by_id["case_broken.py::TestAlways::test_broken"]
     assert "arithmetic is broken" in broken.first_traceback
     assert broken.interval[1] == 1.0
-    # Early stop: settled verdicts did not use all 12 runs; unsettled ones did.
-    assert len(broken.runs) < 12
-    assert len(by_id["case_flaky.py::test_flaky_half"].runs) < 12
     ci_only = by_id["case_flaky.py::test_ci_only"]
     assert (len(ci_only.runs), len(ci_only.replays)) == (12, 3)
     assert ci_only.upper_bound == pytest.approx(1 - 0.05 ** (1 / 12))
@@ -58,6 +55,20 @@ def test_synthetic_suite_is_classified_exactly(repro_logs, suite_dir, suite_outc
     assert (victim.failures, victim.replay_failures) == (0, 1)
     assert victim.predecessors[-1] == "case_order.py::test_polluter"
     assert "state left by test_polluter" in victim.first_traceback
+
+
+@pytest.mark.parametrize(("early_stop", "runs"), [(True, (3, 2)), (False, (12, 12))])
+def test_early_stop_ends_a_test_once_its_verdict_is_settled(repro_logs, suite_dir, early_stop,
+                                                            runs):
+    # In one process the stop is exact: broken after --broken-after=3 failures, flaky as soon
+    # as it has passed once (run 1) and failed once (run 2).
+    log = parse_log(repro_logs / "pytest_quiet.txt")
+    keep = {"case_broken.py::TestAlways::test_broken", "case_flaky.py::test_flaky_half"}
+    log.failures = [f for f in log.failures if f.nodeid in keep]
+    verdicts = reproduce(log, LocalRunner(suite_dir), RerunConfig(
+        runs=12, workers=1, broken_after=3, early_stop=early_stop))
+    assert [(v.verdict, len(v.runs)) for v in verdicts] == [
+        (Verdict.BROKEN, runs[0]), (Verdict.FLAKY, runs[1])]
 
 
 @pytest.mark.slow
