@@ -8,7 +8,8 @@
    - ``syncgate repro``: validation collect + one xdist session of 59 copies (the engine, timed
      in-process; the CLI's own start-up is not counted, it imports every subcommand).
    Same test (``case_slow.py::test_sleeps`` of the synthetic suite, ``SUITE_SLEEP=0.5``), same
-   interpreter, rounds alternated so machine noise hits both.
+   interpreter, rounds alternated so machine noise hits both. A third row, pytest-repeat spread
+   over the same xdist workers, is context: xdist's own start-up and scheduling cost here.
 
 Run: .venv/bin/python benchmarks/bench_repro.py [--megabytes 50] [--runs 59] [--rounds 1]
 (writes benchmarks/results/repro.json)
@@ -133,16 +134,22 @@ def main() -> None:
         ci_log = Path(tmp, "ci.txt")
         ci_log.write_text(f"FAILED {TARGET} - AssertionError\n==== 1 failed in 1.00s ====\n")
         env = dict(os.environ, SUITE_SLEEP=str(args.sleep))
-        repeat_argv = [sys.executable, "-c", REPEAT_SCRIPT, "-q", "-p", "no:cacheprovider",
-                       "-p", "no:randomly", "-p", "no:xdist", "--count", str(args.runs), TARGET]
+        repeat_base = [sys.executable, "-c", REPEAT_SCRIPT, "-q", "-p", "no:cacheprovider",
+                       "-p", "no:randomly", "--count", str(args.runs)]
+        repeat_argv = [*repeat_base, "-p", "no:xdist", TARGET]
         repro_argv = [sys.executable, "-c", RERUN_SCRIPT, str(ci_log), str(args.runs),
                       str(args.workers)]
-        times: dict[str, list[float]] = {"pytest-repeat": [], "syncgate repro": []}
+        # Context only: pytest-repeat spread over the same xdist workers shows what xdist's own
+        # start-up and scheduling cost on this machine (no validation, no verdicts).
+        xdist_argv = [*repeat_base, "-n", str(args.workers), TARGET]
+        times: dict[str, list[float]] = {"pytest-repeat": [], "syncgate repro": [],
+                                         "pytest-repeat + xdist (context)": []}
         for _ in range(args.rounds):
-            for name, argv in (("pytest-repeat", repeat_argv), ("syncgate repro", repro_argv)):
+            for name, argv in (("pytest-repeat", repeat_argv), ("syncgate repro", repro_argv),
+                               ("pytest-repeat + xdist (context)", xdist_argv)):
                 seconds, output = timed(argv, env)
-                expected = (f"{args.runs} passed" if name == "pytest-repeat"
-                            else f"runs={args.runs} not-reproduced")
+                expected = (f"runs={args.runs} not-reproduced" if name == "syncgate repro"
+                            else f"{args.runs} passed")
                 if expected not in output:
                     raise SystemExit(f"{name} did not do {args.runs} runs:\n{output[-2000:]}")
                 times[name].append(seconds)
