@@ -48,8 +48,11 @@ class ProcessJournal(JsonlJournal):
         self._fragments: dict[tuple[Any, ...], str] = {}
         super().__init__(path, header)
 
+    def _dumps(self, obj: Any) -> str:
+        return json.dumps(obj, separators=self._SEPARATORS)
+
     def _write(self, obj: dict[str, Any]) -> None:
-        self._write_line(json.dumps(obj, separators=self._SEPARATORS))
+        self._write_line(self._dumps(obj))
 
     def _write_line(self, line: str) -> None:
         with self._lock:
@@ -60,18 +63,12 @@ class ProcessJournal(JsonlJournal):
         self._write({"type": "header", **fields})
 
     def __call__(self, step: Step) -> None:
-        head = json.dumps(
-            {
-                "type": "step",
-                "index": step.index,
-                "kind": step.kind.value,
-                "counts": step.counts(),
-                "meta": step.meta,
-            },
-            separators=self._SEPARATORS,
-        )
         events = ",".join(self._event_json(e) for e in step.events)
-        self._write_line(f'{head[:-1]},"events":[{events}]}}')
+        self._write_line(
+            f'{{"type":"step","index":{step.index},"kind":"{step.kind.value}",'
+            f'"counts":{self._dumps(step.counts())},"meta":{self._dumps(step.meta)},'
+            f'"events":[{events}]}}'
+        )
 
     def _event_json(self, event: SyncEvent) -> str:
         key = (event.kind, event.api, event.site, event.detail)
@@ -82,7 +79,7 @@ class ProcessJournal(JsonlJournal):
             data = event.to_json()
             for varying in ("step", "step_kind", "blocked_s"):
                 del data[varying]
-            static = self._fragments[key] = json.dumps(data, separators=self._SEPARATORS)[:-1]
+            static = self._fragments[key] = self._dumps(data)[:-1]
         step = "null" if event.step is None else str(event.step)
         return (
             f'{static},"step":{step},"step_kind":"{event.step_kind.value}",'

@@ -26,13 +26,12 @@ def classify_step(scheduler_output: Any) -> tuple[StepKind, dict[str, Any]]:
         getattr(scheduler_output, "scheduled_spec_decode_tokens", None) or {}
     )
     total = sum(scheduled.values())
-    prefill = sum(
-        scheduled.get(r.req_id, 0) for r in getattr(scheduler_output, "scheduled_new_reqs", ())
-    )
+    new_reqs = getattr(scheduler_output, "scheduled_new_reqs", ())
+    prefill = sum(scheduled.get(r.req_id, 0) for r in new_reqs) if new_reqs else 0
     cached = getattr(scheduler_output, "scheduled_cached_reqs", None)
     outputs = getattr(cached, "num_output_tokens", None)
-    if outputs is not None:
-        resumed = getattr(cached, "resumed_req_ids", None) or ()
+    resumed = getattr(cached, "resumed_req_ids", None)
+    if outputs is not None and (resumed or 0 in outputs):  # else: a pure decode batch
         for req_id, num_outputs in zip(cached.req_ids, outputs, strict=False):
             if num_outputs == 0 or req_id in resumed:
                 prefill += scheduled.get(req_id, 0)
