@@ -163,30 +163,40 @@ def junit(result: CheckResult) -> ET.Element:
 
 
 def plot(result: CheckResult, path: Path) -> None:
-    """Stacked syncs per runner step, one panel per group, scenario boundaries marked."""
+    """Stacked syncs per runner step, one panel per group, scenario boundaries marked.
+
+    Syncs the budget counts are coloured by kind; allow-listed (by-design) ones are one grey
+    hatched layer underneath, so a breach stands out against the documented transfer wait.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = [g.run for g in result.groups] or []
-    fig, axes = plt.subplots(max(1, len(groups)), 1, figsize=(11, 2.6 * max(1, len(groups))),
-                             squeeze=False)
-    for ax, group in zip(axes[:, 0], groups, strict=False):
+    fig, axes = plt.subplots(max(1, len(result.groups)), 1,
+                             figsize=(11, 2.6 * max(1, len(result.groups))), squeeze=False)
+    for ax, verdict in zip(axes[:, 0], result.groups, strict=False):
+        group = verdict.run
         steps = [s for run in group.scenarios for s in run.steps]
-        x = list(range(len(steps)))
+        layers: dict[str, list[int]] = {"allow-listed": [0] * len(steps)}
+        layers.update({kind: [0] * len(steps) for kind in SYNC_KINDS})
+        for i, step in enumerate(steps):
+            for event in step.events:
+                allowed = verdict.budget.allowed_by(event) is not None
+                layers["allow-listed" if allowed else event.kind.value][i] += 1
         bottom = [0] * len(steps)
-        for kind in SYNC_KINDS:
-            heights = [s.counts().get(kind, 0) for s in steps]
+        for name, heights in layers.items():
             if any(heights):
-                ax.bar(x, heights, bottom=bottom, width=1.0, label=kind)
+                style = ({"color": "lightgrey", "hatch": "//"} if name == "allow-listed" else {})
+                ax.bar(range(len(steps)), heights, bottom=bottom, width=1.0, label=name, **style)
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         at = 0
         for run in group.scenarios:
             ax.axvline(at - 0.5, color="grey", linewidth=0.6)
             ax.text(at, ax.get_ylim()[1] * 0.95, run.scenario.name, fontsize=7, va="top")
             at += len(run.steps)
-        ax.set_title(f"{group.group.name}: {' '.join(group.flags)}"[:110], fontsize=8)
+        ax.set_title(f"{group.group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
+                     fontsize=8)
         ax.set_ylabel("syncs / step")
         if any(bottom):
             ax.legend(fontsize=7, loc="upper right")
