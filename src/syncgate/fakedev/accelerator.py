@@ -130,9 +130,15 @@ class SimulatedAccelerator:
         return t
 
     # --- syncs -----------------------------------------------------------------------------
-    def record_sync(self, kind: SyncKind, api: str, blocked_s: float, detail: str = "") -> None:
-        """Put one host wait in the ledger, and tell torch-style sync debug mode about it."""
-        if self.sync_debug_mode and kind in _DEBUG_MODE_SEES:
+    def record_sync(
+        self, kind: SyncKind, api: str, blocked_s: float, detail: str = "", *, debug_visible: bool = True
+    ) -> None:
+        """Put one host wait in the ledger, and tell torch-style sync debug mode about it.
+
+        ``debug_visible=False`` for waits torch's debug mode cannot see even in a kind it covers:
+        a ``non_blocking`` copy through pageable memory is staged by the driver, not by c10.
+        """
+        if self.sync_debug_mode and debug_visible and kind in _DEBUG_MODE_SEES:
             message = f"called a synchronizing {self.flavour.upper()} operation"
             if self.sync_debug_mode == 2:
                 raise RuntimeError(message)

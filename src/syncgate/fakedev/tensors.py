@@ -163,7 +163,7 @@ def copy_device_to_host(
     marker = acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes), land)
     blocked = acc.clock.wait_for(marker)
     why = "non_blocking into pageable memory" if non_blocking else "non_blocking=False"
-    acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why)
+    acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why, debug_visible=not non_blocking)
 
 
 def copy_host_to_device(
@@ -179,7 +179,7 @@ def copy_host_to_device(
         return
     blocked = acc.clock.wait_for(marker)
     why = "non_blocking from pageable memory" if non_blocking else "non_blocking=False"
-    acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why)
+    acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why, debug_visible=not non_blocking)
 
 
 def _copy_(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:

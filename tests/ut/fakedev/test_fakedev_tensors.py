@@ -82,6 +82,8 @@ def test_sync_debug_mode_warns_like_torch_for_what_torch_sees():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             torch.cuda.synchronize()  # torch's debug mode does not see device synchronize
+            torch.zeros(1, dtype=t.dtype).copy_(t, non_blocking=True)  # nor a pageable non_blocking copy
+        assert acc.ledger.counts()["blocking_copy"] == 1  # ...which the ledger still records
         torch.cuda.set_sync_debug_mode("error")
         with pytest.raises(RuntimeError, match="synchronizing CUDA operation"):
             t.tolist()
