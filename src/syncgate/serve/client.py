@@ -18,6 +18,10 @@ from syncgate.errors import RequestError
 
 Prompt = str | Sequence[int]
 _TOKEN_ID_PREFIX = "token_id:"
+# A fresh connection per request: uvicorn drops idle keep-alive connections after 5 s, and a
+# pooled one reused just then fails with "connection reset" (seen under preemption on a loaded
+# machine). Loopback connects cost microseconds; a completion costs milliseconds.
+_ONE_SHOT = {"Connection": "close"}
 
 
 @dataclass
@@ -80,7 +84,8 @@ class OpenAIClient:
     def _post(self, body: dict[str, Any], stream: bool = False) -> requests.Response:
         url = f"{self.base_url}/v1/completions"
         try:
-            response = self.session.post(url, json=body, timeout=self.timeout_s, stream=stream)
+            response = self.session.post(url, json=body, timeout=self.timeout_s, stream=stream,
+                                         headers=_ONE_SHOT)
         except requests.RequestException as exc:
             raise RequestError(f"POST {url}: {type(exc).__name__}: {exc}") from None
         if response.status_code != 200:

@@ -19,10 +19,12 @@ def _choice(index, prompt_ids, token_ids, text, finish="length", logprobs=None):
 class _Canned(BaseHTTPRequestHandler):
     replies: ClassVar[list] = []
     seen: ClassVar[list] = []
+    headers_seen: ClassVar[list] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append(body)
+        type(self).headers_seen.append(dict(self.headers))
         status, payload = type(self).replies.pop(0)
         self.send_response(status)
         if isinstance(payload, list):  # server-sent events
@@ -42,7 +44,7 @@ class _Canned(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def canned():
-    _Canned.replies, _Canned.seen = [], []
+    _Canned.replies, _Canned.seen, _Canned.headers_seen = [], [], []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -57,6 +59,7 @@ def test_complete_asks_for_greedy_token_ids(canned):
     out = client.complete("hi", 2, stop=["x"])
     assert (out.prompt_token_ids, out.token_ids, out.text) == ([1, 5], [7, 8], "ab")
     sent = server.seen[0]
+    assert server.headers_seen[0]["Connection"] == "close"
     assert sent["temperature"] == 0.0
     assert sent["return_token_ids"]
     assert sent["ignore_eos"]
