@@ -7,7 +7,7 @@ Then one ``compose up --exit-code-from e2e-cpu e2e-cpu`` run, timed.
 
 Needs a Docker engine: sudo bash ci/docker-up.sh first (and ci/docker-down.sh after).
 Run: .venv/bin/python benchmarks/bench_container_cpu.py [--no-cold] [--warm]
-     (writes benchmarks/results/container_cpu.json)
+     (writes benchmarks/results/container_cpu.json, and the docker output to container_cpu.log)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from _table import emit
+from _table import RESULTS, emit
 from syncgate.containers.engine import Engine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,9 +31,11 @@ def main() -> None:
     args = parser.parse_args()
     engine = Engine.find()
     rows = []
+    RESULTS.mkdir(exist_ok=True)
+    log = RESULTS / "container_cpu.log"  # kept: the build and the gate's output, for a failure
+    log.write_text("")
     with tempfile.TemporaryDirectory(prefix="bench-container-") as tmp:
         work = Path(tmp)
-        log = work / "docker.log"
         builds = [] if args.no_cold else [("no-cache", True)]
         if args.warm or not builds:  # --no-cold alone still builds, from the cache
             builds.append(("cached", False))
