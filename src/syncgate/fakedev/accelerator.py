@@ -23,7 +23,7 @@ _SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 # blind to device synchronize, event synchronize and pageable non_blocking copies.
 _DEBUG_MODE_SEES = frozenset({SyncKind.BLOCKING_READBACK, SyncKind.BLOCKING_COPY, SyncKind.STREAM_SYNC})
 
-_ACTIVE: SimulatedAccelerator | None = None
+_ACTIVE: AcceleratorState | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Activity:
     other: str = ""
 
 
-def active() -> SimulatedAccelerator:
+def active() -> AcceleratorState:
     """The accelerator now installed; a clear error when there is none."""
     if _ACTIVE is None:
         raise SimulatorInactiveError(
@@ -44,8 +44,8 @@ def active() -> SimulatedAccelerator:
     return _ACTIVE
 
 
-class SimulatedAccelerator:
-    """State of one simulated device; the object ``simulated_accelerator()`` yields."""
+class AcceleratorState:
+    """State of one simulated device: clock, ledger, pinned memory, sync debug mode."""
 
     def __init__(self, flavour: str, ledger: Ledger | None, latency: LatencyModel) -> None:
         if flavour not in FLAVOURS:
@@ -98,15 +98,6 @@ class SimulatedAccelerator:
         return [a for a in self.activity if a.op == op]
 
     # --- public helpers --------------------------------------------------------------------
-    def device_tensor(self, t: torch.Tensor) -> torch.Tensor:
-        """A device copy of the host tensor ``t`` (no sync is recorded: this is test set-up)."""
-        from syncgate.fakedev.tensors import as_device
-
-        self.check_open()
-        with torch._C.DisableTorchFunctionSubclass():
-            data = t.detach().clone()
-        return as_device(data)
-
     def enqueue_work(self, seconds: float, stream: SimStream | None = None) -> Marker:
         """Queue ``seconds`` of opaque device work (a kernel, a KV-cache transfer)."""
         self.check_open()

@@ -19,7 +19,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from syncgate.audit.events import SyncKind
-from syncgate.fakedev.accelerator import SimulatedAccelerator, active
+from syncgate.fakedev.accelerator import AcceleratorState, active
 from syncgate.fakedev.streams import SimEvent, SimStream
 from syncgate.fakedev.tensors import (
     DeviceTensor,
@@ -34,6 +34,17 @@ _MISSING = object()
 _COPYING_FACTORIES = {torch.tensor, torch.as_tensor, torch.asarray}
 
 
+class SimulatedAccelerator(AcceleratorState):
+    """The object ``simulated_accelerator()`` yields: device state plus test set-up helpers."""
+
+    def device_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        """A device copy of the host tensor ``t`` (no sync is recorded: this is test set-up)."""
+        self.check_open()
+        with torch._C.DisableTorchFunctionSubclass():
+            data = t.detach().clone()
+        return as_device(data)
+
+
 class Stream:
     """``torch.cuda.Stream`` / ``torch.npu.Stream`` / ``torch.Stream`` of the simulator."""
 
@@ -43,7 +54,7 @@ class Stream:
         self._sim = SimStream(clock=acc.clock, priority=priority)
 
     @classmethod
-    def wrap(cls, acc: SimulatedAccelerator, sim: SimStream) -> Stream:
+    def wrap(cls, acc: AcceleratorState, sim: SimStream) -> Stream:
         handle = cls.__new__(cls)
         handle._acc, handle._sim = acc, sim
         return handle
@@ -56,7 +67,7 @@ class Stream:
     def priority(self) -> int:
         return self._sim.priority
 
-    def _open(self) -> SimulatedAccelerator:
+    def _open(self) -> AcceleratorState:
         self._acc.check_open()
         return self._acc
 
@@ -120,7 +131,7 @@ class Event:
         self._acc = acc
         self._sim = SimEvent(acc.clock, enable_timing, blocking, interprocess)
 
-    def _open(self) -> SimulatedAccelerator:
+    def _open(self) -> AcceleratorState:
         self._acc.check_open()
         return self._acc
 
@@ -159,7 +170,7 @@ class Event:
         return f"<simulated {self._acc.flavour} event recorded={self._sim.recorded is not None}>"
 
 
-def _ns(acc: SimulatedAccelerator) -> str:
+def _ns(acc: AcceleratorState) -> str:
     return f"torch.{acc.flavour}"
 
 
@@ -207,7 +218,7 @@ def get_sync_debug_mode() -> int:
     return active().sync_debug_mode
 
 
-def _device_functions(acc: SimulatedAccelerator) -> dict[str, Any]:
+def _device_functions(acc: AcceleratorState) -> dict[str, Any]:
     return {
         "Stream": Stream,
         "Event": Event,
@@ -225,7 +236,7 @@ def _device_functions(acc: SimulatedAccelerator) -> dict[str, Any]:
     }
 
 
-def _accelerator_functions(acc: SimulatedAccelerator) -> dict[str, Any]:
+def _accelerator_functions(acc: AcceleratorState) -> dict[str, Any]:
     return {
         "synchronize": accelerator_synchronize,
         "current_stream": current_stream,
@@ -241,7 +252,7 @@ def _accelerator_functions(acc: SimulatedAccelerator) -> dict[str, Any]:
 class FactoryMode(TorchFunctionMode):
     """Catches host-side calls that create device tensors or pinned buffers."""
 
-    def __init__(self, acc: SimulatedAccelerator) -> None:
+    def __init__(self, acc: AcceleratorState) -> None:
         super().__init__()
         self.acc = acc
 
@@ -319,7 +330,7 @@ class Patches:
                 setattr(obj, name, old)
 
 
-def install(acc: SimulatedAccelerator, patches: Patches) -> FactoryMode:
+def install(acc: AcceleratorState, patches: Patches) -> FactoryMode:
     """Swap the simulator in over torch's device surface; returns the factory mode to enter."""
     DeviceTensor._sim_device = acc.device
     functions = _device_functions(acc)
@@ -343,6 +354,7 @@ __all__ = [
     "Event",
     "FactoryMode",
     "Patches",
+    "SimulatedAccelerator",
     "Stream",
     "install",
     "is_device",

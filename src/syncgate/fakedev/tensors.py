@@ -20,11 +20,11 @@ from typing import Any
 import torch
 
 from syncgate.audit.events import SyncKind
-from syncgate.fakedev.accelerator import SimulatedAccelerator, active
+from syncgate.fakedev.accelerator import AcceleratorState, active
 
 POISON_INT = -777_777_777
 _T = torch.Tensor
-Handler = Callable[[SimulatedAccelerator, Any, tuple[Any, ...], dict[str, Any]], Any]
+Handler = Callable[[AcceleratorState, Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 class DeviceTensor(torch.Tensor):
@@ -88,7 +88,7 @@ def is_poison(value: object) -> bool:
 
 
 # --- generic path ------------------------------------------------------------------------------
-def run_on_device(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def run_on_device(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     """Run an ordinary op on the values; results stay on the device."""
     with torch._C.DisableTorchFunctionSubclass():
         ret = func(*args, **kwargs)
@@ -98,7 +98,7 @@ def run_on_device(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dic
 
 
 def _readback(api: str) -> Handler:
-    def handler(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
         blocked = acc.clock.wait_all()
         acc.record_sync(SyncKind.BLOCKING_READBACK, api, blocked)
         with torch._C.DisableTorchFunctionSubclass():
@@ -110,7 +110,7 @@ def _readback(api: str) -> Handler:
 def _data_dependent(api: str) -> Handler:
     """Ops whose output shape depends on device values: the host must read them first."""
 
-    def handler(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
         blocked = acc.clock.wait_all()
         acc.record_sync(SyncKind.BLOCKING_READBACK, api, blocked)
         return run_on_device(acc, func, args, kwargs)
@@ -118,7 +118,7 @@ def _data_dependent(api: str) -> Handler:
     return handler
 
 
-def _getitem(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _getitem(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     index = args[1]
     indices = index if isinstance(index, tuple) else (index,)
     if any(is_device(i) and i.dtype == torch.bool for i in indices):
@@ -126,7 +126,7 @@ def _getitem(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) ->
     return run_on_device(acc, func, args, kwargs)
 
 
-def _setitem(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _setitem(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     target, _, value = args[:3]
     if not is_device(target) and is_device(value):
         blocked = acc.clock.wait_all()
@@ -141,7 +141,7 @@ def _host_op(func: Any, args: tuple, kwargs: dict) -> Any:
 
 # --- copies ------------------------------------------------------------------------------------
 def copy_device_to_host(
-    acc: SimulatedAccelerator, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
+    acc: AcceleratorState, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
 ) -> None:
     """The heart of the simulator: when does ``dst`` hold ``src``'s values, and who waited?"""
     stream = acc.clock.current_stream()
@@ -167,7 +167,7 @@ def copy_device_to_host(
 
 
 def copy_host_to_device(
-    acc: SimulatedAccelerator, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
+    acc: AcceleratorState, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
 ) -> None:
     stream = acc.clock.current_stream()
     with torch._C.DisableTorchFunctionSubclass():
@@ -182,7 +182,7 @@ def copy_host_to_device(
     acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why, debug_visible=not non_blocking)
 
 
-def _copy_(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _copy_(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     dst, src = args[0], args[1]
     non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
     if is_device(dst) and is_device(src):
@@ -214,7 +214,7 @@ def parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool]:
     return device, dtype, non_blocking
 
 
-def _to(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _to(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     src = args[0]
     device, dtype, non_blocking = parse_to(args, kwargs)
     if device is None or acc_is_device(acc, device):
@@ -233,14 +233,14 @@ def _to(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
         return out.clone()
 
 
-def _cpu(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _cpu(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     blocked = acc.clock.wait_all()
     acc.record_sync(SyncKind.BLOCKING_READBACK, "Tensor.cpu", blocked)
     with torch._C.DisableTorchFunctionSubclass():
         return plain(args[0]).clone()
 
 
-def acc_is_device(acc: SimulatedAccelerator, device: object) -> bool:
+def acc_is_device(acc: AcceleratorState, device: object) -> bool:
     try:
         return torch.device(device).type == acc.flavour  # type: ignore[arg-type]
     except (RuntimeError, TypeError):
@@ -251,11 +251,11 @@ def _constant(value: Any) -> Handler:
     return lambda acc, func, args, kwargs: value
 
 
-def _to_self(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _to_self(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     return args[0]
 
 
-def _debug_print(acc: SimulatedAccelerator, func: Any, args: tuple, kwargs: dict) -> Any:
+def _debug_print(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     return _host_op(func, args, kwargs)
 
 
