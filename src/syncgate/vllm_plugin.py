@@ -14,8 +14,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from syncgate.audit.mutants import ENV_MUTANT, check_mutant
-
 if TYPE_CHECKING:
     from syncgate.audit.backends.session import LiveAudit
 
@@ -30,6 +28,8 @@ def register() -> None:
     directory = os.environ.get(ENV_AUDIT_DIR)
     if not directory or _active is not None:
         return
+    from syncgate.audit.mutants import ENV_MUTANT, check_mutant  # imports torch: only once armed
+
     mutant = os.environ.get(ENV_MUTANT) or None
     if mutant:
         check_mutant(mutant)  # before anything heavy: a typo must fail fast and say so

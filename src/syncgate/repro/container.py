@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.errors import ContainerError, RerunError
-from syncgate.repro import rerun_plugin
 from syncgate.repro.runner import PytestResult, read_records
 
 COMPOSE_LABEL = "com.docker.compose.service"
@@ -110,6 +109,8 @@ class DockerRunner:
         env = {}
         argv = [self.python, "-m", "pytest"]
         if plan is not None:
+            from syncgate.repro import rerun_plugin  # imports pytest: only when rerunning
+
             plan = {**plan, "results": f"{stage}/results.jsonl",
                     "settled": f"{stage}/settled.txt" if plan.get("early_stop") else None}
             files[f"{PLUGIN_NAME}.py"] = Path(rerun_plugin.__file__).read_bytes()

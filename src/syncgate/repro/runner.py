@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from syncgate.errors import RerunError
-from syncgate.repro import rerun_plugin
 
 PLUGIN_MODULE = "syncgate.repro.rerun_plugin"
 
@@ -95,6 +94,8 @@ class LocalRunner:
                         else None}
                 Path(tmp, "plan.json").write_text(json.dumps(plan), encoding="utf-8")
                 Path(plan["results"]).touch()
+                from syncgate.repro import rerun_plugin  # imports pytest: only when rerunning
+
                 env[rerun_plugin.PLAN_ENV] = str(Path(tmp, "plan.json"))
                 argv += ["-p", PLUGIN_MODULE]
             output_path = Path(tmp, "output.txt")
