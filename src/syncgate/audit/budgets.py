@@ -30,10 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from syncgate.audit.events import SYNC_KINDS, StepKind, SyncEvent
 from syncgate.errors import BudgetError
+from syncgate.tomlfile import read_toml
 
 RUNNERS = ("v1", "v2", "*")
 _LIMIT_TABLES = ("default", *(k.value for k in StepKind if k is not StepKind.OUTSIDE))
@@ -124,17 +123,7 @@ def builtin_budget_path(profile: str) -> Path:
 def load_budgets(path: str | Path) -> BudgetSet:
     """Parse and validate a budget file; any problem is a :class:`BudgetError` naming the key."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BudgetError(path, "<file>", "does not exist") from None
-    except OSError as exc:
-        raise BudgetError(path, "<file>", f"cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BudgetError(path, "<file>", "is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BudgetError(path, "<toml>", f"syntax error: {exc}") from None
-    return parse_budgets(data, source=str(path))
+    return parse_budgets(read_toml(path, BudgetError), source=str(path))
 
 
 def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:

@@ -21,9 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from syncgate.errors import EXIT_OK, ConfigError, EnvironmentProblem, SyncgateError, UsageError
+from syncgate.tomlfile import read_toml
 
 _KEYS = {"image", "dockerfile", "id_variable", "device_nodes", "mounts", "probe_paths", "gpu_driver",
          "shm_size", "ipc", "network_mode"}
@@ -119,12 +118,7 @@ def _spec(name: str, table: object, source: str) -> DeviceSpec:
 def load_device_specs(path: Path | None = None) -> dict[str, DeviceSpec]:
     """Read a device table (default: the packaged ``devices.toml``)."""
     source = path if path is not None else resources.files("syncgate.containers") / "devices.toml"
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(source, "-", f"cannot read: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(source, "-", f"invalid TOML: {exc}") from exc
+    data = read_toml(source)
     return {name: _spec(name, table, str(source)) for name, table in data.items()}
 
 

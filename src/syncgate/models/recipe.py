@@ -15,9 +15,8 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from syncgate.errors import ConfigError
+from syncgate.tomlfile import read_toml
 
 ARCHES = ("llama", "qwen2")
 DEFAULT_ARCH = "llama"
@@ -90,12 +89,7 @@ def load_recipe(arch: str = DEFAULT_ARCH) -> Recipe:
 
 
 def _resolve(path: Path, seen: tuple[str, ...]) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecipeError(path, "<file>", "does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(path, "<toml>", f"syntax error: {exc}") from None
+    data = read_toml(path, RecipeError)
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise RecipeError(path, sorted(unknown)[0], "unknown key")

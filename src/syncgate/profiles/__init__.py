@@ -13,9 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from syncgate.errors import ProfileError
+from syncgate.tomlfile import read_toml
 
 DEVICES = ("cpu", "cuda", "npu")
 PARITY_MODES = ("exact", "logprob")
@@ -88,19 +87,7 @@ def builtin_profile_path(device: str) -> Path:
 
 def load_profile(path: str | Path) -> Profile:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProfileError(path, "<file>", "does not exist") from None
-    except IsADirectoryError:
-        raise ProfileError(path, "<file>", "is a directory") from None
-    except OSError as exc:
-        raise ProfileError(path, "<file>", f"cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ProfileError(path, "<file>", "is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(path, "<toml>", f"syntax error: {exc}") from None
-    return parse_profile(data, str(path))
+    return parse_profile(read_toml(path, ProfileError), str(path))
 
 
 def parse_profile(data: dict[str, Any], source: str) -> Profile:

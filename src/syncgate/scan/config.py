@@ -13,9 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from syncgate.errors import ConfigError
+from syncgate.tomlfile import read_toml
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods"),
@@ -59,13 +58,7 @@ def default_config_path() -> Path:
 def load_config(path: str | Path | None = None) -> ScanConfig:
     """Read and validate a scan config (the packaged defaults when ``path`` is None)."""
     path = Path(path) if path is not None else default_config_path()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(path, "<file>", f"cannot be read ({exc.strerror})") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(path, "<toml>", f"not valid TOML: {exc}") from None
-    return parse_config(data, str(path))
+    return parse_config(read_toml(path), str(path))
 
 
 def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
