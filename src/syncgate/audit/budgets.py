@@ -18,6 +18,7 @@ Example::
     [[budget.allow]]
     site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list"
     kind = "event_sync"
+    max_per_step = 1
     reason = "the documented transfer wait"
 """
 
@@ -37,7 +38,7 @@ from syncgate.tomlfile import read_toml
 RUNNERS = ("v1", "v2", "*")
 _LIMIT_TABLES = ("default", *(k.value for k in StepKind if k is not StepKind.OUTSIDE))
 _BUDGET_KEYS = {"runner", "speculation", "note", "limits", "allow"}
-_ALLOW_KEYS = {"site", "kind", "api", "reason"}
+_ALLOW_KEYS = {"site", "kind", "api", "reason", "max_per_step"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class AllowRule:
     reason: str
     kind: str | None = None
     api: str | None = None
+    max_per_step: int | None = None  # by design once per step: a second wait there counts
 
     def matches(self, event: SyncEvent) -> bool:
         if self.kind is not None and event.kind.value != self.kind:
@@ -210,7 +212,10 @@ def _parse_allow(rule: Any, where: str, source: str) -> AllowRule:
     api = rule.get("api")
     if api is not None and not isinstance(api, str):
         raise BudgetError(source, f"{where}.api", "must be a string")
-    return AllowRule(site=site, reason=reason, kind=kind, api=api)
+    cap = rule.get("max_per_step")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise BudgetError(source, f"{where}.max_per_step", f"must be a positive integer, got {cap!r}")
+    return AllowRule(site=site, reason=reason, kind=kind, api=api, max_per_step=cap)
 
 
 def _as_list(value: Any, where: str, source: str) -> Iterable[Any]:

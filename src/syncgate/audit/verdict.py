@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncgate.audit.budgets import Budget
+from syncgate.audit.budgets import AllowRule, Budget
 from syncgate.audit.events import SYNC_KINDS, StepKind
 from syncgate.audit.ledger import Step
 
@@ -68,7 +68,10 @@ class Verdict:
 
 
 def evaluate(steps: Sequence[Step], budget: Budget) -> Verdict:
-    """Count each step's non-allow-listed syncs and compare them with the budget's limits."""
+    """Count each step's non-allow-listed syncs and compare them with the budget's limits.
+
+    An allow rule with ``max_per_step`` covers that many events per step; the rest count.
+    """
     breaches: dict[tuple[StepKind, str], Breach] = {}
     allowed: Counter[str] = Counter()
     totals: dict[str, Counter[str]] = {}
@@ -79,9 +82,11 @@ def evaluate(steps: Sequence[Step], budget: Budget) -> Verdict:
         num_steps[step.kind.value] += 1
         counted: Counter[str] = Counter()
         sites: dict[str, Counter[str]] = {}
+        used: Counter[AllowRule] = Counter()
         for event in step.events:
             rule = budget.allowed_by(event)
-            if rule is not None:
+            if rule is not None and (rule.max_per_step is None or used[rule] < rule.max_per_step):
+                used[rule] += 1
                 allowed[event.site.symbol] += 1
                 continue
             counted[event.kind.value] += 1

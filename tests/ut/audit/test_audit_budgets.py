@@ -51,6 +51,10 @@ BAD = {
         'profile = "x"\n[[budget]]\n[[budget.allow]]\nsite = "C.d"\nreason = "r"\n',
         "budget[0].allow[0].site: must be 'module:qualname'",
     ),
+    "zero cap": (
+        'profile = "x"\n[[budget]]\n[[budget.allow]]\nsite = "a:B.c"\nreason = "r"\nmax_per_step = 0\n',
+        "budget[0].allow[0].max_per_step: must be a positive integer, got 0",
+    ),
     "bad runner": ('profile = "x"\n[[budget]]\nrunner = "v3"\n', "budget[0].runner: must be one of"),
     "no budgets": ('profile = "x"\n', "budget: must be a non-empty array"),
     "duplicate": ('profile = "x"\n[[budget]]\n[[budget]]\n', "budget[1]: duplicate budget for x/*/spec-off"),

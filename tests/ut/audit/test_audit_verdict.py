@@ -52,3 +52,28 @@ def test_breach_names_step_kind_count_and_site():
         "runner.py:99:_bookkeeping (x1)",
     ]
     assert verdict.to_json()["breaches"][0]["steps"] == [3]
+
+
+def test_an_allow_rule_capped_per_step_counts_the_second_wait():
+    capped = parse_budgets(
+        {
+            "profile": "t",
+            "budget": [
+                {
+                    "runner": "v1",
+                    "allow": [{"site": "vllm.worker:Runner._to_list", "max_per_step": 1, "reason": "transfer"}],
+                }
+            ],
+        }
+    ).select("v1", speculation=False)
+    ledger = Ledger()
+    with ledger.step(StepKind.DECODE):
+        ledger.record(SyncKind.EVENT_SYNC, "Event.synchronize", site=TRANSFER)
+    with ledger.step(StepKind.DECODE):
+        ledger.record(SyncKind.EVENT_SYNC, "Event.synchronize", site=TRANSFER)
+        ledger.record(SyncKind.EVENT_SYNC, "Event.synchronize", site=TRANSFER)
+    verdict = evaluate(ledger.steps, capped)
+    assert [b.describe() for b in verdict.breaches] == [
+        "decode steps: event_sync up to 1 per step (budget 0) in 1 step(s) at runner.py:7:_to_list (x1)"
+    ]
+    assert verdict.allowed == {"vllm.worker:Runner._to_list": 2}
