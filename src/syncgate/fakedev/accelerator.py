@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from syncgate.audit.events import SyncKind
+from syncgate.audit.events import CallSite, SyncKind, caller_site
 from syncgate.audit.ledger import Ledger
 from syncgate.errors import SimulatorError, SimulatorInactiveError
 from syncgate.fakedev.streams import Clock, LatencyModel, Marker, SimStream
@@ -28,11 +28,12 @@ _ACTIVE: AcceleratorState | None = None
 
 @dataclass(frozen=True)
 class Activity:
-    """One non-blocking device operation: ``op`` on ``stream`` (``other``: the stream waited on)."""
+    """One device operation: ``op`` on ``stream`` (``other``: the stream waited on)."""
 
-    op: str  # event_record | wait_stream | wait_event | copy_d2h_async | copy_h2d_async
+    op: str  # event_record | wait_stream | wait_event | copy_d2h_async | copy_d2h_blocking | copy_h2d_async
     stream: str
     other: str = ""
+    site: CallSite | None = None  # for copies: the line that issued it
 
 
 def active() -> AcceleratorState:
@@ -83,9 +84,15 @@ class AcceleratorState:
                 "simulated stream, event or tensor used after its accelerator context closed"
             )
 
-    def note(self, op: str, stream: SimStream, other: SimStream | None = None) -> None:
-        """Remember non-blocking device work, so checks can ask what ran where and in which order."""
-        self.activity.append(Activity(op, self.stream_label(stream), self.stream_label(other)))
+    def note(
+        self, op: str, stream: SimStream, other: SimStream | None = None, *, site: CallSite | None = None
+    ) -> None:
+        """Remember device work, so checks can ask what ran where, in which order, and from where."""
+        self.activity.append(Activity(op, self.stream_label(stream), self.stream_label(other), site))
+
+    def copies_to_host(self, since: int = 0) -> list[CallSite]:
+        """Call sites of the device-to-host copies (async or blocking) noted from ``activity[since]`` on."""
+        return [a.site for a in self.activity[since:] if a.op.startswith("copy_d2h") and a.site is not None]
 
     def stream_label(self, stream: SimStream | None) -> str:
         if stream is None:
@@ -134,7 +141,7 @@ class AcceleratorState:
             if self.sync_debug_mode == 2:
                 raise RuntimeError(message)
             warnings.warn(message, UserWarning, stacklevel=4)
-        self.ledger.record(kind, api, blocked_s=blocked_s, detail=detail, site=_site())
+        self.ledger.record(kind, api, blocked_s=blocked_s, detail=detail, site=caller_site(skip=3))
 
     def set_sync_debug_mode(self, mode: int | str) -> None:
         if isinstance(mode, str):
@@ -153,9 +160,3 @@ def _raw_stream(stream: object) -> SimStream:
     if not isinstance(raw, SimStream):
         raise SimulatorError(f"not a simulated stream: {stream!r}")
     return raw
-
-
-def _site() -> Any:
-    from syncgate.audit.events import caller_site
-
-    return caller_site(skip=3)

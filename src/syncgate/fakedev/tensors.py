@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from syncgate.audit.events import SyncKind
+from syncgate.audit.events import SyncKind, caller_site
 from syncgate.fakedev.accelerator import AcceleratorState, active
 
 POISON_INT = -777_777_777
@@ -158,8 +158,9 @@ def copy_device_to_host(
         with torch._C.DisableTorchFunctionSubclass():
             host_dst.fill_(poison_value(host_dst.dtype))
         acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes), land)
-        acc.note("copy_d2h_async", stream)
+        acc.note("copy_d2h_async", stream, site=caller_site())
         return
+    acc.note("copy_d2h_blocking", stream, site=caller_site())
     marker = acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes), land)
     blocked = acc.clock.wait_for(marker)
     why = "non_blocking into pageable memory" if non_blocking else "non_blocking=False"
@@ -226,6 +227,7 @@ def _to(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
         acc.mark_pinned(out)
         copy_device_to_host(acc, out, src, True, "Tensor.to (device to host)")
         return out
+    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site())
     blocked = acc.clock.wait_all()
     acc.record_sync(SyncKind.BLOCKING_READBACK, "Tensor.to (device to host)", blocked)
     with torch._C.DisableTorchFunctionSubclass():
@@ -234,6 +236,7 @@ def _to(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _cpu(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
+    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site())
     blocked = acc.clock.wait_all()
     acc.record_sync(SyncKind.BLOCKING_READBACK, "Tensor.cpu", blocked)
     with torch._C.DisableTorchFunctionSubclass():

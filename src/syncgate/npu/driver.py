@@ -2,8 +2,8 @@
 
 One step: the parent's bookkeeping, ``_update_seq_lens_cpu`` at the start of ``prepare_inputs``,
 the forward pass (opaque device work on the main stream), then ``postprocess_sampled`` after
-sampling. Each step is a ledger step, and device-to-host copies issued inside it are counted
-separately: the ledger holds host waits, and an asynchronous copy is not one, yet the seed-3
+sampling. Each step is a ledger step, and device-to-host copies issued inside it are read from the
+simulated accelerator's activity log: the ledger holds host waits, and an asynchronous copy is not one, yet the seed-3
 property forbids it too.
 """
 
@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from syncgate.audit.events import CallSite, SyncEvent, SyncKind, caller_site
-from syncgate.fakedev import SimulatedAccelerator, is_device, simulated_accelerator
+from syncgate.audit.events import CallSite, SyncEvent, SyncKind
+from syncgate.fakedev import SimulatedAccelerator, simulated_accelerator
 from syncgate.npu.harness import bind, cuda_mapped_to_npu
 from syncgate.npu.scheduler import Action, PlannedStep, ToyScheduler
 from syncgate.npu.state import RunnerSpec, runner_state
 
 FORWARD_S = 2e-3  # simulated forward pass, long enough that a wait on it shows as blocked time
-_D2H_FUNCS = (torch.Tensor.copy_, torch.Tensor.to, torch.Tensor.cpu)
 
 
 @dataclass
@@ -48,39 +46,6 @@ class StepRecord:
         return self.seq_lens == self.expected
 
 
-class D2HWatch(TorchFunctionMode):
-    """Notes each copy from a device tensor to host memory, blocking or not, with its call site."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sites: list[CallSite] = []
-
-    def __torch_function__(
-        self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
-    ) -> Any:
-        kwargs = kwargs or {}
-        if func in _D2H_FUNCS and _is_d2h(func, args, kwargs):
-            self.sites.append(caller_site())
-        return func(*args, **kwargs)
-
-
-def _is_d2h(func: Any, args: tuple, kwargs: dict) -> bool:
-    if func is torch.Tensor.copy_:
-        return is_device(args[1]) and not is_device(args[0])
-    if not is_device(args[0]):
-        return False
-    if func is torch.Tensor.cpu:
-        return True
-    target = kwargs.get("device", args[1] if len(args) > 1 else None)
-    return str(getattr(target, "type", target)) == "cpu"
-
-
-@contextmanager
-def watch_d2h() -> Iterator[D2HWatch]:
-    with D2HWatch() as watch:
-        yield watch
-
-
 def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> StepRecord:
     """Run one planned step on ``runner`` (a bound harness class) inside a ledger step."""
     n = len(planned.req_ids)
@@ -88,8 +53,8 @@ def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> St
         _state_spec_guard(runner, planned),
         cuda_mapped_to_npu(),
         acc.ledger.step(planned.kind) as step,
-        watch_d2h() as watch,
     ):
+        first_activity = len(acc.activity)
         runner.apply_scheduler_output(planned.step)
         runner._update_seq_lens_cpu(planned.step, list(planned.req_ids))
         seq_lens = runner.input_buffers.seq_lens_np[:n].tolist()
@@ -113,7 +78,7 @@ def run_step(acc: SimulatedAccelerator, runner: Any, planned: PlannedStep) -> St
         seq_lens=seq_lens,
         expected=planned.expected_seq_lens,
         syncs=list(step.events),
-        d2h_copies=list(watch.sites),
+        d2h_copies=acc.copies_to_host(since=first_activity),
     )
 
 

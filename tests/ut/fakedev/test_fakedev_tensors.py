@@ -103,3 +103,24 @@ def test_ledger_attributes_syncs_to_open_steps():
         assert acc.ledger.counts(StepKind.DECODE) == {"blocking_readback": 1, "device_sync": 1}
         assert acc.ledger.counts(StepKind.OUTSIDE) == {}
         assert len(acc.ledger.outside) == 1
+
+
+def test_every_device_to_host_copy_is_noted_with_its_site_and_nothing_else():
+    with simulated_accelerator("npu") as acc:
+        dev = acc.device_tensor(torch.arange(4, dtype=torch.int32))
+        host = torch.zeros(4, dtype=torch.int32)
+        pinned = torch.empty(4, dtype=torch.int32, pin_memory=True)
+        first = len(acc.activity)
+        dev.cpu()
+        dev.to("cpu")
+        dev.to(device=torch.device("cpu"))
+        pinned.copy_(dev, non_blocking=True)
+        dev.copy_(host)  # host to device
+        dev.add_(1)  # stays on the device
+        host.copy_(host)  # host only
+        dev.to(torch.int64)  # a dtype change, still on the device
+        sites = acc.copies_to_host(since=first)
+        assert len(sites) == 4
+        assert {site.function for site in sites} == {
+            "test_every_device_to_host_copy_is_noted_with_its_site_and_nothing_else"
+        }
