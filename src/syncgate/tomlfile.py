@@ -6,6 +6,7 @@ subtype naming the file and ``<file>`` or ``<toml>`` as the key, in one line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -31,3 +32,18 @@ def read_toml(path: Path | Traversable, error: type[ConfigError] = ConfigError) 
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(path, "<toml>", f"syntax error: {exc}") from None
+
+
+def reject_unknown_keys(
+    table: dict[str, Any],
+    allowed: Iterable[str],
+    *,
+    where: str,
+    source: object,
+    error: type[ConfigError] = ConfigError,
+    problem: str = "unknown key",
+) -> None:
+    """Raise ``error`` naming the first key of ``table`` (under ``where``) that is not ``allowed``."""
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise error(source, f"{where}.{unknown[0]}" if where else unknown[0], problem)

@@ -33,7 +33,7 @@ from typing import Any
 
 from syncgate.audit.events import SYNC_KINDS, StepKind, SyncEvent
 from syncgate.errors import BudgetError
-from syncgate.tomlfile import read_toml
+from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 RUNNERS = ("v1", "v2", "*")
 _LIMIT_TABLES = ("default", *(k.value for k in StepKind if k is not StepKind.OUTSIDE))
@@ -129,9 +129,10 @@ def load_budgets(path: str | Path) -> BudgetSet:
 
 
 def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:
-    unknown = set(data) - {"profile", "budget"}
-    if unknown:
-        raise BudgetError(source, sorted(unknown)[0], "unknown key (expected profile, budget)")
+    reject_unknown_keys(
+        data, ("profile", "budget"), where="", source=source, error=BudgetError,
+        problem="unknown key (expected profile, budget)",
+    )
     profile = data.get("profile")
     if not isinstance(profile, str) or not profile:
         raise BudgetError(source, "profile", "must be a non-empty string")
@@ -150,9 +151,7 @@ def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:
 def _parse_budget(profile: str, entry: Any, where: str, source: str) -> Budget:
     if not isinstance(entry, dict):
         raise BudgetError(source, where, "must be a table")
-    unknown = set(entry) - _BUDGET_KEYS
-    if unknown:
-        raise BudgetError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    reject_unknown_keys(entry, _BUDGET_KEYS, where=where, source=source, error=BudgetError)
     runner = entry.get("runner", "*")
     if runner not in RUNNERS:
         raise BudgetError(source, f"{where}.runner", f"must be one of {', '.join(RUNNERS)}")
@@ -197,9 +196,7 @@ def _parse_limits(raw: Any, where: str, source: str) -> dict[str, dict[str, int]
 def _parse_allow(rule: Any, where: str, source: str) -> AllowRule:
     if not isinstance(rule, dict):
         raise BudgetError(source, where, "must be a table with site and reason")
-    unknown = set(rule) - _ALLOW_KEYS
-    if unknown:
-        raise BudgetError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    reject_unknown_keys(rule, _ALLOW_KEYS, where=where, source=source, error=BudgetError)
     site = rule.get("site")
     if not isinstance(site, str) or ":" not in site:
         raise BudgetError(source, f"{where}.site", "must be 'module:qualname' (globs allowed)")

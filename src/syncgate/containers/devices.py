@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.errors import EXIT_OK, ConfigError, EnvironmentProblem, SyncgateError, UsageError
-from syncgate.tomlfile import read_toml
+from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _KEYS = {"image", "dockerfile", "id_variable", "device_nodes", "mounts", "probe_paths", "gpu_driver",
          "shm_size", "ipc", "network_mode"}
@@ -101,9 +101,7 @@ def _expand(paths: Iterable[str], ids: Iterable[str]) -> list[str]:
 def _spec(name: str, table: object, source: str) -> DeviceSpec:
     if not isinstance(table, dict):
         raise ConfigError(source, name, "expected a table")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(source, f"{name}.{unknown[0]}", "unknown key")
+    reject_unknown_keys(table, _KEYS, where=name, source=source)
     for key in ("image", "dockerfile"):
         if not isinstance(table.get(key), str):
             raise ConfigError(source, f"{name}.{key}", "required string is missing")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.errors import ConfigError
-from syncgate.tomlfile import read_toml
+from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 ARCHES = ("llama", "qwen2")
 DEFAULT_ARCH = "llama"
@@ -90,9 +90,7 @@ def load_recipe(arch: str = DEFAULT_ARCH) -> Recipe:
 
 def _resolve(path: Path, seen: tuple[str, ...]) -> dict[str, Any]:
     data = read_toml(path, RecipeError)
-    unknown = set(data) - _TOP_KEYS
-    if unknown:
-        raise RecipeError(path, sorted(unknown)[0], "unknown key")
+    reject_unknown_keys(data, _TOP_KEYS, where="", source=path, error=RecipeError)
     base = data.pop("base", None)
     if base is None:
         return data

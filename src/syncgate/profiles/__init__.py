@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.errors import ProfileError
-from syncgate.tomlfile import read_toml
+from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 DEVICES = ("cpu", "cuda", "npu")
 PARITY_MODES = ("exact", "logprob")
@@ -102,9 +102,7 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
             raise ProfileError(source, prefix + key, f"must be {_kind_name(kind)}, got {value!r}")
         return value
 
-    unknown = set(data) - _TOP_KEYS
-    if unknown:
-        raise ProfileError(source, sorted(unknown)[0], "unknown key")
+    reject_unknown_keys(data, _TOP_KEYS, where="", source=source, error=ProfileError)
     device = need("device", str)
     if device not in DEVICES:
         raise ProfileError(source, "device", f"must be one of {', '.join(DEVICES)}")
@@ -153,9 +151,7 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
 def _group(raw: Any, where: str, source: str) -> Group:
     if not isinstance(raw, dict):
         raise ProfileError(source, where, "must be a table ([[group]])")
-    unknown = set(raw) - _GROUP_KEYS
-    if unknown:
-        raise ProfileError(source, f"{where}.{sorted(unknown)[0]}", "unknown key")
+    reject_unknown_keys(raw, _GROUP_KEYS, where=where, source=source, error=ProfileError)
     name = raw.get("name")
     if not isinstance(name, str) or not name or "/" in name:
         raise ProfileError(source, f"{where}.name", "must be a non-empty name without '/'")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.errors import ConfigError
-from syncgate.tomlfile import read_toml
+from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods"),
@@ -67,9 +67,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         section = data.get(table)
         if not isinstance(section, dict):
             raise ConfigError(source, table, "missing table")
-        unknown = set(section) - set(keys)
-        if unknown:
-            raise ConfigError(source, f"{table}.{sorted(unknown)[0]}", "unknown key")
+        reject_unknown_keys(section, keys, where=table, source=source)
         for key in keys:
             raw = section.get(key)
             if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
