@@ -16,7 +16,6 @@ import yaml
 from syncgate.containers.devices import load_device_specs
 
 REPO = Path(__file__).resolve().parents[3]
-DOCKERFILES = ("docker/Dockerfile.cpu", "Dockerfile.cuda", "Dockerfile.npu")
 
 
 def _tool(name: str) -> str:

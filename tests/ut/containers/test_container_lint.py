@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from conftest import DOCKERFILES
+DOCKERFILES = ("docker/Dockerfile.cpu", "Dockerfile.cuda", "Dockerfile.npu")
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
