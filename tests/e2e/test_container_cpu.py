@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from syncgate.containers.engine import Engine
+from syncgate.environment import parse_header
 from syncgate.errors import EnvironmentProblem
-from syncgate.repro.envheader import parse_env_header
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "syncgate-cpu:local"  # compose.yaml's e2e-cpu image
@@ -97,7 +97,7 @@ def test_e2e_cpu_gate_passes_and_writes_its_report(engine, image, compose_env, t
     output = log.read_text(errors="replace")
     print(f"\ne2e-cpu gate ({', '.join(SCENARIOS)}): {run_s:.0f} s")
     assert code == 0, output[-4000:]
-    headers = [h for h in map(parse_env_header, output.splitlines()) if h]
+    headers = [h for h in map(parse_header, output.splitlines()) if h]
     assert headers, "the gate printed no environment header"
     assert headers[0]["device"] == "cpu"
     assert headers[0]["vllm"] == "0.32.0"

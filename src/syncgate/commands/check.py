@@ -7,7 +7,7 @@ import sys
 import time
 
 from syncgate.check import (
-    environment,
+    env_header,
     failure_lines,
     make_plan,
     resolve_model,
@@ -15,9 +15,9 @@ from syncgate.check import (
     table,
     write_reports,
 )
+from syncgate.environment import format_header
 from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
 from syncgate.profiles import DEVICES
-from syncgate.repro.envheader import format_env_header
 from syncgate.serve.process import sigterm_as_interrupt
 from syncgate.serve.scenarios import SCENARIOS
 
@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report)
-    env = environment(plan)
-    print(format_env_header(env), flush=True)
+    env = env_header(plan)
+    print(format_header(env), flush=True)
     with sigterm_as_interrupt():
         say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
         model, reused = resolve_model(plan)

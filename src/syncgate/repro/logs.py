@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from syncgate.environment import parse_header
 from syncgate.errors import LogParseError
-from syncgate.repro.envheader import parse_env_header
 from syncgate.repro.model import CiFailure, CiLog, Outcome
 
 #: How many tests run before a failure on the same worker are remembered for order replay.
@@ -147,7 +147,7 @@ class TextScanner:
                 if not line:
                     return
         if "syncgate-env: " in line:
-            env = parse_env_header(line)
+            env = parse_header(line)
             if env is not None:
                 self.log.env = env
                 seed = env.get("seed")

@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from syncgate.containers.gate import GateSettings, environment, job_argv
+from syncgate.containers.gate import GateSettings, env_header, job_argv
+from syncgate.environment import parse_header
 from syncgate.errors import UsageError
-from syncgate.repro.envheader import parse_env_header
 
 SETTINGS = GateSettings(device="npu", report_dir="/reports", ut_paths=("tests/ut/npu",),
                         image="syncgate-npu:x")
@@ -38,7 +38,7 @@ def test_job_argv(job, expected):
 
 
 def test_environment_reports_versions_from_metadata():
-    env = environment(SETTINGS)
+    env = env_header(SETTINGS)
     assert env["device"] == "npu"
     assert env["image"] == "syncgate-npu:x"
     assert env["syncgate"]
@@ -55,7 +55,7 @@ def test_header_comes_first_and_the_exit_code_is_the_job_s():
     result = _gate(sys.executable, "-c", "import sys; print('job ran'); sys.exit(3)",
                    env={"SYNCGATE_IMAGE": "img:1"})
     first, second = result.stdout.splitlines()[:2]
-    header = parse_env_header(first)
+    header = parse_header(first)
     assert header is not None
     assert header["image"] == "img:1"
     assert header["device"] == "cpu"
