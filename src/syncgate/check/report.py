@@ -7,8 +7,6 @@ so CI annotators can point at code; the failure text names the sync call sites a
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +15,7 @@ from typing import Any
 
 from syncgate.audit.events import SYNC_KINDS
 from syncgate.check.judge import GroupVerdict, ScenarioVerdict, mean_per_step
-from syncgate.errors import ReportDirError
+from syncgate.reportfiles import printable, write_all
 
 _SHORT = {"device_sync": "dev", "stream_sync": "strm", "event_sync": "evt",
           "blocking_readback": "read", "blocking_copy": "copy"}
@@ -151,14 +149,15 @@ def junit(result: CheckResult) -> ET.Element:
                              time=f"{run.duration_s:.3f}")
         failures = verdict.failures()
         if failures:
-            failure = ET.SubElement(case, "failure", message=failures[0][:500])
-            failure.text = "\n".join(failures)
+            failure = ET.SubElement(case, "failure", message=printable(failures[0][:500]))
+            failure.text = printable("\n".join(failures))
     for group in result.groups:
         if not group.passed:
             case = ET.SubElement(suite, "testcase", classname=f"syncgate.check.{group.run.group.name}",
                                  name="between_scenarios", time="0")
             lines = group.problems + [b.describe() for b in group.between.breaches]
-            ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
+            ET.SubElement(case, "failure", message=printable(lines[0][:500])).text = printable(
+                "\n".join(lines))
     return suite
 
 
@@ -207,28 +206,12 @@ def plot(result: CheckResult, path: Path) -> None:
 
 
 def write_reports(result: CheckResult, report_dir: Path) -> dict[str, Path]:
-    """Write all three files atomically (temp file + rename), so none is ever half-written."""
-    paths = {
-        "json": report_dir / "report.json",
-        "junit": report_dir / "junit.xml",
-        "png": report_dir / "syncs_per_step.png",
-    }
-    try:
-        _atomic(paths["json"], lambda p: p.write_text(json.dumps(to_json(result), indent=2) + "\n"))
-        _atomic(paths["junit"], lambda p: ET.ElementTree(junit(result)).write(
-            p, encoding="utf-8", xml_declaration=True))
-        _atomic(paths["png"], lambda p: plot(result, p))
-    except OSError as exc:
-        raise ReportDirError(f"{report_dir}: cannot write the report ({exc.strerror})") from None
-    return paths
-
-
-def _atomic(path: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write all three files or none (:func:`syncgate.reportfiles.write_all`)."""
+    names = {"json": "report.json", "junit": "junit.xml", "png": "syncs_per_step.png"}
+    write_all(report_dir, {
+        names["json"]: json.dumps(to_json(result), indent=2) + "\n",
+        names["junit"]: lambda p: ET.ElementTree(junit(result)).write(
+            p, encoding="utf-8", xml_declaration=True),
+        names["png"]: lambda p: plot(result, p),
+    }, create=False)  # the plan made it before the run (its logs/ are in it)
+    return {key: report_dir / name for key, name in names.items()}

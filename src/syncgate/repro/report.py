@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from syncgate.errors import ReportDirError
+from syncgate.reportfiles import printable, write_all
 from syncgate.repro.engine import RunResult, TestVerdict, Verdict
 from syncgate.repro.model import CiLog
 
@@ -114,7 +114,7 @@ def to_markdown(report: ReproReport) -> str:
         lines.append("")
     if not report.verdicts:
         lines.append("The log reports no failed or errored test; nothing to rerun.")
-        return "\n".join(lines) + "\n"
+        return printable("\n".join(lines) + "\n")
     lines += ["| verdict | test | evidence |", "|---|---|---|"]
     for v in report.sorted():
         lines.append(f"| **{v.verdict.value}** | `{v.nodeid}` | "
@@ -123,7 +123,7 @@ def to_markdown(report: ReproReport) -> str:
         if v.verdict in (Verdict.BROKEN, Verdict.ORDER_DEPENDENT) and v.first_traceback:
             lines += ["", f"## `{v.nodeid}` — first failure", "", "```",
                       v.first_traceback.rstrip(), "```"]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 def to_junit(report: ReproReport) -> str:
@@ -154,7 +154,7 @@ def to_junit(report: ReproReport) -> str:
         ET.SubElement(case, "system-out").text = f"{v.verdict.value}: {summary}"
     for key, value in counts.items():
         suite.set(key, str(value))
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    return printable(ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
 
 
 def _reruns(case: ET.Element, tag: str, runs: list[RunResult]) -> None:
@@ -175,7 +175,7 @@ def to_terminal(report: ReproReport, traceback_lines: int = 12) -> str:
         out.append(f"  environment differs: {key}: CI {ci!r}, here {here!r}")
     if not report.verdicts:
         out.append("  no failed or errored tests in the log: nothing to rerun")
-        return "\n".join(out) + "\n"
+        return printable("\n".join(out) + "\n")
     width = max(len(v.verdict.value) for v in report.verdicts)
     for v in report.sorted():
         out.append(f"  {v.verdict.value:<{width}}  {v.nodeid}")
@@ -187,22 +187,11 @@ def to_terminal(report: ReproReport, traceback_lines: int = 12) -> str:
     for v in report.verdicts:
         tally[v.verdict.value] = tally.get(v.verdict.value, 0) + 1
     out.append("  " + ", ".join(f"{n} {k}" for k, n in tally.items()))
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out) + "\n")
 
 
 def write_reports(report: ReproReport, directory: Path) -> list[Path]:
-    """Write report.md, report.json and junit.xml atomically into ``directory``."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, text in (("report.md", to_markdown(report)),
-                           ("report.json", json.dumps(to_json(report), indent=2) + "\n"),
-                           ("junit.xml", to_junit(report))):
-            path = directory / name
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
-            written.append(path)
-    except OSError as exc:
-        raise ReportDirError(f"{directory}: cannot write reports ({exc.strerror})") from exc
-    return written
+    """Write report.md, report.json and junit.xml into ``directory``: all three or none."""
+    return write_all(directory, {"report.md": to_markdown(report),
+                                 "report.json": json.dumps(to_json(report), indent=2) + "\n",
+                                 "junit.xml": to_junit(report)}, what="reports")

@@ -1,0 +1,48 @@
+"""All-or-nothing report writing and control-byte escaping (syncgate.reportfiles)."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncgate.errors import ReportDirError
+from syncgate.reportfiles import printable, write_all
+
+
+def test_every_file_is_written_and_no_temporary_stays(tmp_path):
+    out = tmp_path / "a" / "b"
+    written = write_all(out, {"x.md": "x\n", "y.bin": b"\x00\x01",
+                              "z.txt": lambda p: p.write_text("z")})
+    assert [p.name for p in written] == ["x.md", "y.bin", "z.txt"]
+    assert (out / "y.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in out.iterdir()) == ["x.md", "y.bin", "z.txt"]
+
+
+def test_a_failing_writer_leaves_nothing_new(tmp_path):
+    def boom(path):
+        path.write_text("half")
+        raise OSError(28, "No space left on device", str(path))
+
+    out = tmp_path / "new" / "dir"
+    with pytest.raises(ReportDirError, match="No space left on device"):
+        write_all(out, {"a.md": "a", "b.json": boom})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failure_keeps_the_previous_report_untouched(tmp_path):
+    (tmp_path / "a.md").write_text("old")
+    (tmp_path / "b.xml").mkdir()  # a directory where a report file should go
+    with pytest.raises(ReportDirError, match=r"b\.xml: cannot write the report \(exists and is not"):
+        write_all(tmp_path, {"a.md": "new", "b.xml": "<x/>"})
+    assert (tmp_path / "a.md").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.xml"]
+
+
+def test_an_existing_directory_is_required_without_create(tmp_path):
+    with pytest.raises(ReportDirError, match="cannot write reports"):
+        write_all(tmp_path / "gone", {"a": "a"}, what="reports", create=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_control_bytes_become_visible_text():
+    assert printable("a\x1b[31mb\x07c\td\n\x9b\ufffe") == "a\\x1b[31mb\\x07c\td\n\\x9b\\ufffe"
+    assert printable("plain ünïcode") == "plain ünïcode"
