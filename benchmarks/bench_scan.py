@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from _table import emit
-from syncgate.scan.engine import scan
+from syncgate.scan.callgraph import scan
 
 
 def worker_dir() -> Path:

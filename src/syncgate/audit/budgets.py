@@ -109,9 +109,11 @@ class BudgetSet:
         spec = "on" if speculation else "off"
         raise BudgetError(self.source, "budget", f"no budget for runner={runner} speculation={spec}")
 
-    @property
-    def all_allow_rules(self) -> tuple[AllowRule, ...]:
-        return tuple(rule for b in self.budgets for rule in b.allow)
+    def all_allow_rules(self, speculation: bool | None = None) -> tuple[AllowRule, ...]:
+        """Allow rules of every budget; with ``speculation``, only of the budgets of that mode."""
+        return tuple(
+            rule for b in self.budgets if speculation in (None, b.speculation) for rule in b.allow
+        )
 
 
 def builtin_budget_path(profile: str) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from syncgate.audit.budgets import AllowRule, builtin_budget_path, load_budgets
 from syncgate.errors import BudgetError, ReportDirError
-from syncgate.scan.engine import scan
+from syncgate.scan.callgraph import scan
 from syncgate.scan.report import FORMATS, to_text
 
 HELP = "statically scan runner sources for syncs reachable from per-step entry points"
@@ -65,8 +65,7 @@ def _allow_rules(budget: str | None, profile: str) -> list[AllowRule]:
             return []
     else:
         path = Path(budget)
-    budgets = load_budgets(path)
-    return [rule for b in budgets.budgets if not b.speculation for rule in b.allow]
+    return list(load_budgets(path).all_allow_rules(speculation=False))
 
 
 def _write_atomically(path: Path, text: str) -> None:

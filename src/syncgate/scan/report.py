@@ -12,7 +12,7 @@ from itertools import groupby
 
 from syncgate import __version__
 from syncgate.audit.events import SyncKind
-from syncgate.scan.engine import Finding, ScanResult
+from syncgate.scan.callgraph import Finding, ScanResult
 
 SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from syncgate.errors import ScanError
-from syncgate.scan.engine import scan
+from syncgate.scan.callgraph import scan
 
 FINDING_KEYS = {"file", "line", "qualname", "kind", "api", "guard", "entry", "path"}
 GUARDS = {"none", "speculation", "async_scheduling", "warmup", "allowed"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from syncgate.scan.engine import scan
+from syncgate.scan.callgraph import scan
 
 MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)")
 

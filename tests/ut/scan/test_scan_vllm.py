@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from syncgate.audit.budgets import load_budgets
-from syncgate.scan.engine import ScanResult, scan
+from syncgate.scan.callgraph import ScanResult, scan
 
 RUNNER = "vllm.v1.worker.gpu_model_runner:GPUModelRunner"
 pytestmark = pytest.mark.slow  # each scan of vllm/v1/worker: ~2 s of CPU
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # each scan of vllm/v1/worker: ~2 s of CPU
 @pytest.fixture(scope="module")
 def gpu_runner(vllm_worker_dir, scan_data) -> ScanResult:
     budgets = load_budgets(scan_data / "vllm_allow.toml")
-    allow = [rule for b in budgets.budgets if not b.speculation for rule in b.allow]
+    allow = budgets.all_allow_rules(speculation=False)
     result = scan([str(vllm_worker_dir)], allow=allow)
     result.findings = [f for f in result.findings if f.runner == RUNNER]
     return result
