@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-DEVICES = ("cpu", "cuda", "npu")
+from syncgate.profiles import DEVICES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from typing import Any
 
 from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
-from syncgate.check.run import GroupRun, GroupSession, run_group
+from syncgate.check.run import GroupRun, GroupSession, Say, run_group
 from syncgate.environment import header
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity import Tolerance
 from syncgate.parity.reference import WarmReference
 from syncgate.serve.scenarios import load_prompts, reference_requests
-
-Say = Callable[[str], None]
 
 __all__ = [
     "CheckResult",

@@ -7,17 +7,16 @@ request for it at once instead of booting again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from syncgate.check.run import GroupRun, GroupSession
+from syncgate.check.run import GroupRun, GroupSession, Say
 from syncgate.errors import ProfileError
 from syncgate.profiles import Profile
 
 
 class ServerPool:
     def __init__(self, profile: Profile, model_dir: Path, work_dir: Path,
-                 say: Callable[[str], None]) -> None:
+                 say: Say) -> None:
         self.profile = profile
         self.model_dir = model_dir
         self.work_dir = work_dir

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from syncgate.errors import EXIT_OK, EXIT_USAGE, ReportDirError
+from syncgate.workflow_commands import workflow_command
 
 #: At most this many annotations per run: GitHub shows 10 per step and drops the rest anyway.
 MAX_ANNOTATIONS = 50
@@ -30,20 +31,8 @@ class Annotation:
     line: int | None = None
 
     def command(self) -> str:
-        props = [f"title={_escape_property(self.title)}"]
-        if self.file:
-            props.insert(0, f"file={_escape_property(self.file)}")
-            if self.line is not None:
-                props.insert(1, f"line={self.line}")
-        return f"::error {','.join(props)}::{_escape_data(self.message)}"
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+        return workflow_command("error", self.message, file=self.file, line=self.line,
+                                title=self.title)
 
 
 def _line(value: str | None) -> int | None:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from syncgate.environment import IMAGE_ENV, format_header, header
 from syncgate.errors import EXIT_USAGE, UsageError
+from syncgate.profiles import DEVICES
 
-DEVICES = ("cpu", "cuda", "npu")
 #: The shell's code for "command not found", so a typo'd job reads the same as in a shell.
 EXIT_NOT_FOUND = 127
 

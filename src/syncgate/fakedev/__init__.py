@@ -23,8 +23,9 @@ from contextlib import contextmanager
 from syncgate.audit.ledger import Ledger
 from syncgate.fakedev.accelerator import FLAVOURS, active
 from syncgate.fakedev.streams import LatencyModel
-from syncgate.fakedev.surface import Event, Patches, SimulatedAccelerator, Stream, install
+from syncgate.fakedev.surface import Event, SimulatedAccelerator, Stream, install
 from syncgate.fakedev.tensors import POISON_INT, DeviceTensor, is_device, is_poison
+from syncgate.patching import Patches
 
 
 @contextmanager

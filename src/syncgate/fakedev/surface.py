@@ -29,8 +29,8 @@ from syncgate.fakedev.tensors import (
     is_device,
     parse_to,
 )
+from syncgate.patching import Patches
 
-_MISSING = object()
 _COPYING_FACTORIES = {torch.tensor, torch.as_tensor, torch.asarray}
 
 
@@ -310,26 +310,6 @@ def _npu_method(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
 
 
 # --- install / restore ----------------------------------------------------------------------------
-class Patches:
-    """Attribute swaps remembered so that exit restores torch exactly."""
-
-    def __init__(self) -> None:
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def set(self, obj: Any, name: str, value: Any) -> None:
-        self._saved.append((obj, name, obj.__dict__.get(name, _MISSING)))
-        setattr(obj, name, value)
-
-    def restore(self) -> None:
-        while self._saved:
-            obj, name, old = self._saved.pop()
-            if old is _MISSING:
-                with contextlib.suppress(AttributeError):
-                    delattr(obj, name)
-            else:
-                setattr(obj, name, old)
-
-
 def install(acc: AcceleratorState, patches: Patches) -> FactoryMode:
     """Swap the simulator in over torch's device surface; returns the factory mode to enter."""
     DeviceTensor._sim_device = acc.device
@@ -353,7 +333,6 @@ def install(acc: AcceleratorState, patches: Patches) -> FactoryMode:
 __all__ = [
     "Event",
     "FactoryMode",
-    "Patches",
     "SimulatedAccelerator",
     "Stream",
     "install",

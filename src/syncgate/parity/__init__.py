@@ -1,7 +1,6 @@
 """Token parity: exact or logprob-tolerant comparison, first divergence, the HF reference."""
 
 from syncgate.parity.compare import (
-    MODES,
     Divergence,
     Tolerance,
     compare_exact,
@@ -10,7 +9,6 @@ from syncgate.parity.compare import (
 )
 
 __all__ = [
-    "MODES",
     "Divergence",
     "Tolerance",
     "compare_exact",

@@ -23,7 +23,6 @@ from typing import Any
 Decode = Callable[[Sequence[int]], str]
 TopLogprobs = Sequence[dict[int, float]]
 CONTEXT_TOKENS = 6
-MODES = ("exact", "logprob")
 
 
 @dataclass(frozen=True)

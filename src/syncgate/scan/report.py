@@ -13,6 +13,7 @@ from itertools import groupby
 from syncgate import __version__
 from syncgate.audit.events import SyncKind
 from syncgate.scan.callgraph import Finding, ScanResult
+from syncgate.workflow_commands import workflow_command
 
 SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -80,16 +81,12 @@ def to_github(result: ScanResult) -> str:
     """Workflow commands: ``::error`` for gate failures, ``::notice`` for guarded sites."""
     lines = []
     for finding in result.findings:
-        level = "error" if finding.gates else "notice"
-        props = ",".join([
-            f"file={_escape_property(finding.file)}",
-            f"line={finding.line}",
-            f"title={_escape_property(f'syncgate scan: {finding.kind}')}",
-        ])
-        lines.append(f"::{level} {props}::{_escape_data(_message(finding))}")
+        lines.append(workflow_command("error" if finding.gates else "notice", _message(finding),
+                                      file=finding.file, line=finding.line,
+                                      title=f"syncgate scan: {finding.kind}"))
     for problem in result.problems:
-        lines.append(f"::warning file={_escape_property(problem.file)}::"
-                     f"{_escape_data('not scanned: ' + problem.reason)}")
+        lines.append(workflow_command("warning", "not scanned: " + problem.reason,
+                                      file=problem.file))
     return "\n".join(lines)
 
 
@@ -142,11 +139,3 @@ def _count(findings: list[Finding], key: Callable[[Finding], str]) -> dict[str, 
     for finding in findings:
         counts[key(finding)] = counts.get(key(finding), 0) + 1
     return counts
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -10,9 +10,7 @@ import dataclasses
 import pytest
 
 from syncgate.containers.consistency import dockerfile_env, service_problems
-from syncgate.profiles import builtin_profile_path, load_profile
-
-DEVICES = ("cpu", "cuda", "npu")
+from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 
 
 @pytest.fixture(scope="module")

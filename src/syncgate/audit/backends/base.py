@@ -25,8 +25,9 @@ from typing import Any, ClassVar
 import torch
 
 from syncgate.audit.backends.steps import classify_step
-from syncgate.audit.events import CallSite, SyncKind, caller_site
+from syncgate.audit.events import LOGPROB_REQS, CallSite, SyncKind, caller_site
 from syncgate.audit.ledger import Ledger, Step
+from syncgate.patching import Patches
 
 # Runner classes per module, as laid out in vLLM 0.32 and vllm-ascend (V1 and Model Runner V2).
 RUNNER_CLASSES: dict[str, str] = {
@@ -39,30 +40,9 @@ RUNNER_CLASSES: dict[str, str] = {
 }
 V2_BASE_MODULE = "vllm.v1.worker.gpu.model_runner"
 
-_MISSING = object()
 _COUNTED = "__syncgate_counted__"
 
 RunnerCallback = Callable[[Any, dict[str, Any]], None]
-
-
-class Patches:
-    """Attribute replacements that can all be undone, newest first."""
-
-    def __init__(self) -> None:
-        self._undo: list[tuple[Any, str, Any]] = []
-
-    def set(self, owner: Any, name: str, value: Any) -> None:
-        old = vars(owner).get(name, _MISSING)
-        setattr(owner, name, value)  # raises TypeError on an immutable type: nothing to undo
-        self._undo.append((owner, name, old))
-
-    def restore(self) -> None:
-        while self._undo:
-            owner, name, old = self._undo.pop()
-            if old is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, old)
 
 
 def function_site(fn: Callable[..., Any]) -> CallSite:
@@ -280,6 +260,7 @@ class AuditBackend:
             except BaseException as exc:
                 backend.end_step(error=type(exc).__name__)
                 raise
+            backend.note_logprob_requests(runner, scheduler_output)
             if output is not None:  # no sample_tokens follows (empty step, pooling, PP send)
                 backend.end_step()
             return output
@@ -311,6 +292,21 @@ class AuditBackend:
         return self.counted(fn, SyncKind.DEVICE_SYNC, "runner._sync_device")
 
     # --- steps -------------------------------------------------------------------------------
+    def note_logprob_requests(self, runner: Any, scheduler_output: Any) -> None:
+        """Put in the open step's meta how many of its requests asked for sample logprobs.
+
+        Read after ``execute_model`` has updated the runner's batch (V1 and vllm-ascend's V1 keep
+        ``input_batch.num_logprobs``); budgets allow the logprob readbacks only in such steps.
+        """
+        wanted = getattr(getattr(runner, "input_batch", None), "num_logprobs", None)
+        step = self.ledger.current_step
+        if not wanted or step is None:
+            return
+        scheduled = getattr(scheduler_output, "num_scheduled_tokens", None) or {}
+        count = sum(1 for req_id in scheduled if req_id in wanted)
+        if count:
+            step.meta[LOGPROB_REQS] = count
+
     def capture(self) -> Any:
         """Around each runner call of a step: device backends arm their sync detector here."""
         return _NO_CAPTURE
