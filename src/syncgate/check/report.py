@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncgate import junit_writer
 from syncgate.audit.events import SYNC_KINDS
-from syncgate.check.judge import GroupVerdict, ScenarioVerdict, mean_per_step
-from syncgate.reportfiles import printable, write_all
+from syncgate.audit.verdict import StepDecisions
+from syncgate.check.judge import GroupVerdict, ScenarioVerdict
+from syncgate.reportfiles import write_all
 
 _SHORT = {"device_sync": "dev", "stream_sync": "strm", "event_sync": "evt",
           "blocking_readback": "read", "blocking_copy": "copy"}
@@ -46,7 +48,7 @@ def table(result: CheckResult) -> str:
             f"{len(verdict.hf)}hf/{len(verdict.peers)}peer")
         if verdict.tolerated and parity == "ok":
             parity = f"ok~{len(verdict.tolerated)}"
-        means = mean_per_step(run.steps)
+        means = _decode_means(verdict, with_allowed=True)
         syncs = " ".join(f"{means[k]:>5.2f}" for k in SYNC_KINDS)
         budget = verdict.budget.label if verdict.sync is None or verdict.sync.passed else (
             f"{len(verdict.sync.breaches)} breach(es)")
@@ -123,42 +125,39 @@ def _scenario_json(verdict: ScenarioVerdict) -> dict[str, Any]:
             "peers": [i.to_json() for i in verdict.peers],
             "tolerated": [i.to_json() for i in verdict.tolerated],
         },
-        "steps": dict(_count_kinds(run.steps)),
-        "mean_syncs_per_decode_step": mean_per_step(run.steps),
+        "steps": {} if verdict.sync is None else verdict.sync.num_steps,
+        "mean_syncs_per_decode_step": _decode_means(verdict, with_allowed=True),
+        "mean_syncs_per_decode_step_counted": _decode_means(verdict, with_allowed=False),
         "budget": verdict.budget.label,
         "sync_verdict": None if verdict.sync is None else verdict.sync.to_json(),
         "generations": [g.to_json() for g in run.outcome.generations],
     }
 
 
-def _count_kinds(steps: Sequence[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for step in steps:
-        counts[step.kind.value] = counts.get(step.kind.value, 0) + 1
-    return counts
+def _decode_means(verdict: ScenarioVerdict, *, with_allowed: bool) -> dict[str, float]:
+    """The verdict's mean syncs per decode step; zeros for a scenario without steps."""
+    if verdict.sync is None:
+        return dict.fromkeys(SYNC_KINDS, 0.0)
+    return verdict.sync.decisions.mean_per_step_of("decode", with_allowed=with_allowed)
 
 
-def junit(result: CheckResult) -> ET.Element:
-    suite = ET.Element("testsuite", name="syncgate.check", tests=str(len(result.scenarios)),
-                       failures=str(sum(not v.passed for v in result.scenarios)))
+def junit(result: CheckResult) -> str:
+    suite = junit_writer.new_suite("syncgate.check")
     for verdict in result.scenarios:
         run = verdict.run
         file, line = run.scenario.location
-        case = ET.SubElement(suite, "testcase", classname=f"syncgate.check.{run.group}",
-                             name=run.scenario.name, file=file, line=str(line),
-                             time=f"{run.duration_s:.3f}")
+        case = junit_writer.add_case(suite, f"syncgate.check.{run.group}", run.scenario.name,
+                                     file=file, line=line, time=run.duration_s)
         failures = verdict.failures()
         if failures:
-            failure = ET.SubElement(case, "failure", message=printable(failures[0][:500]))
-            failure.text = printable("\n".join(failures))
+            ET.SubElement(case, "failure", message=failures[0][:500]).text = "\n".join(failures)
     for group in result.groups:
         if not group.passed:
-            case = ET.SubElement(suite, "testcase", classname=f"syncgate.check.{group.run.group.name}",
-                                 name="between_scenarios", time="0")
+            case = junit_writer.add_case(suite, f"syncgate.check.{group.run.group.name}",
+                                         "between_scenarios", time=0)
             lines = group.problems + [b.describe() for b in group.between.breaches]
-            ET.SubElement(case, "failure", message=printable(lines[0][:500])).text = printable(
-                "\n".join(lines))
-    return suite
+            ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
+    return junit_writer.to_xml(suite)
 
 
 def plot(result: CheckResult, path: Path) -> None:
@@ -176,24 +175,19 @@ def plot(result: CheckResult, path: Path) -> None:
                              figsize=(11, 2.6 * max(1, len(result.groups))), squeeze=False)
     for ax, verdict in zip(axes[:, 0], result.groups, strict=False):
         group = verdict.run
-        steps = [s for run in group.scenarios for s in run.steps]
-        layers: dict[str, list[int]] = {"allow-listed": [0] * len(steps)}
-        layers.update({kind: [0] * len(steps) for kind in SYNC_KINDS})
-        for i, step in enumerate(steps):
-            for event in step.events:
-                allowed = verdict.budget.allowed_by(event) is not None
-                layers["allow-listed" if allowed else event.kind.value][i] += 1
+        judged = [_judged_steps(v) for v in verdict.scenarios]
+        steps = [s for run in judged for s in run]
         bottom = [0] * len(steps)
-        for name, heights in layers.items():
+        for name, heights in step_layers(steps).items():
             if any(heights):
                 style = ({"color": "lightgrey", "hatch": "//"} if name == "allow-listed" else {})
                 ax.bar(range(len(steps)), heights, bottom=bottom, width=1.0, label=name, **style)
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         at = 0
-        for run in group.scenarios:
+        for scenario, run in zip(verdict.scenarios, judged, strict=True):
             ax.axvline(at - 0.5, color="grey", linewidth=0.6)
-            ax.text(at, ax.get_ylim()[1] * 0.95, run.scenario.name, fontsize=7, va="top")
-            at += len(run.steps)
+            ax.text(at, ax.get_ylim()[1] * 0.95, scenario.run.scenario.name, fontsize=7, va="top")
+            at += len(run)
         ax.set_title(f"{group.group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
                      fontsize=8)
         ax.set_ylabel("syncs / step")
@@ -205,13 +199,24 @@ def plot(result: CheckResult, path: Path) -> None:
     plt.close(fig)
 
 
+def step_layers(steps: Sequence[StepDecisions]) -> dict[str, list[int]]:
+    """Bar heights per step, as the verdict decided: allow-listed syncs, then counted ones by kind."""
+    layers = {"allow-listed": [len(s.allowed) for s in steps]}
+    counted = [s.kinds() for s in steps]
+    layers.update({kind: [c[kind] for c in counted] for kind in SYNC_KINDS})
+    return layers
+
+
+def _judged_steps(verdict: ScenarioVerdict) -> Sequence[StepDecisions]:
+    return () if verdict.sync is None else verdict.sync.steps
+
+
 def write_reports(result: CheckResult, report_dir: Path) -> dict[str, Path]:
     """Write all three files or none (:func:`syncgate.reportfiles.write_all`)."""
     names = {"json": "report.json", "junit": "junit.xml", "png": "syncs_per_step.png"}
     write_all(report_dir, {
         names["json"]: json.dumps(to_json(result), indent=2) + "\n",
-        names["junit"]: lambda p: ET.ElementTree(junit(result)).write(
-            p, encoding="utf-8", xml_declaration=True),
+        names["junit"]: junit(result),
         names["png"]: lambda p: plot(result, p),
     }, create=False)  # the plan made it before the run (its logs/ are in it)
     return {key: report_dir / name for key, name in names.items()}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncgate import junit_writer
 from syncgate.reportfiles import printable, write_all
 from syncgate.repro.engine import RunResult, TestVerdict, Verdict
 from syncgate.repro.model import CiLog
@@ -128,33 +129,26 @@ def to_markdown(report: ReproReport) -> str:
 
 def to_junit(report: ReproReport) -> str:
     """JUnit XML with every rerun kept (flakyFailure / rerunFailure)."""
-    suite = ET.Element("testsuite", name="syncgate-repro")
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    suite = junit_writer.new_suite("syncgate-repro")
     for v in report.sorted():
-        counts["tests"] += 1
         classname, _, name = v.nodeid.rpartition("::")
-        case = ET.SubElement(suite, "testcase", classname=classname or v.nodeid, name=name,
-                             file=v.nodeid.split("::", 1)[0])
+        case = junit_writer.add_case(suite, classname or v.nodeid, name,
+                                     file=v.nodeid.split("::", 1)[0])
         summary = evidence(v, report.confidence)
         failed = [r for r in [*v.runs, *v.replays] if r.outcome in ("failed", "error")]
         if v.verdict in (Verdict.BROKEN, Verdict.ORDER_DEPENDENT):
-            counts["failures"] += 1
             head = ET.SubElement(case, "failure", message=f"{v.verdict.value}: {summary}",
                                  type=v.verdict.value)
             head.text = failed[0].longrepr if failed else ""
             _reruns(case, "rerunFailure", failed[1:])
         elif v.verdict is Verdict.ENVIRONMENT:
-            counts["errors"] += 1
             ET.SubElement(case, "error", message=summary, type="environment")
         elif v.verdict is Verdict.MISSING:
-            counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=f"missing: {summary}")
         else:
             _reruns(case, "flakyFailure", failed)
         ET.SubElement(case, "system-out").text = f"{v.verdict.value}: {summary}"
-    for key, value in counts.items():
-        suite.set(key, str(value))
-    return printable(ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
+    return junit_writer.to_xml(suite)
 
 
 def _reruns(case: ET.Element, tag: str, runs: list[RunResult]) -> None:
