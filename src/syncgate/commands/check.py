@@ -17,8 +17,8 @@ from syncgate.check import (
 )
 from syncgate.environment import format_header
 from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
+from syncgate.lifeline import signals_as_interrupt
 from syncgate.profiles import DEVICES
-from syncgate.serve.process import sigterm_as_interrupt
 from syncgate.serve.scenarios import SCENARIOS
 
 HELP = "serve a model with vllm, check token parity and per-step sync budgets across scenarios"
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report)
     env = env_header(plan)
     print(format_header(env), flush=True)
-    with sigterm_as_interrupt():
+    with signals_as_interrupt():
         say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
         model, reused = resolve_model(plan)
         model_s = time.monotonic() - started

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from syncgate.environment import header_differences, local_versions
 from syncgate.errors import EXIT_OK, UsageError
+from syncgate.lifeline import signals_as_interrupt
 from syncgate.repro.engine import RerunConfig, reproduce
 from syncgate.repro.logs import parse_log
 from syncgate.repro.report import ReproReport, to_terminal, write_reports
-from syncgate.repro.runner import LocalRunner, Runner
+from syncgate.repro.runner import LocalRunner, Runner, remove_stale_temp_dirs
 from syncgate.repro.stats import runs_needed
 
 HELP = "rerun the tests a CI log says failed; verdict: broken, flaky, order-dependent, ..."
@@ -94,13 +95,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"syncgate repro: {args.log}: no failed or errored tests", file=sys.stderr)
         return EXIT_OK
     config.seed = args.seed if args.seed is not None else log.seed
-    runner = _runner(args)
-    try:
-        verdicts = reproduce(log, runner, config) if log.failures else []
-    finally:
-        close = getattr(runner, "close", None)
-        if close is not None:
-            close()
+    remove_stale_temp_dirs()
+    with signals_as_interrupt():
+        runner = _runner(args)
+        try:
+            verdicts = reproduce(log, runner, config) if log.failures else []
+        finally:
+            close = getattr(runner, "close", None)
+            if close is not None:
+                close()
     differences = header_differences(log.env or {}, local_versions()) if not args.service else {}
     report = ReproReport(log, verdicts, runner.description,
                          args.runs or runs_needed(args.target_rate, args.confidence),

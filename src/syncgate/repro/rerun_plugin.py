@@ -21,8 +21,11 @@ the target in ``settled`` and workers skip its remaining copies (early stop).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import signal
 from collections.abc import Generator
 from typing import Any
 
@@ -194,7 +197,18 @@ class ReproPlugin:
             self._results.close()
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this process (the session or an xdist worker) when its parent dies.
+
+    The same prctl as :func:`syncgate.lifeline.die_with_parent`, written out because this file
+    also runs in containers where syncgate is not installed.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _die_with_parent()
     path = os.environ.get(PLAN_ENV)
     if not path:
         return

@@ -2,14 +2,19 @@
 
 A runner only knows how to run ``python -m pytest ARGS`` with a rerun plan and hand back the
 plugin's JSON records; the engine decides what to run. Arguments are always an argv list, never
-a shell string, and the pytest process tree is killed as a whole on timeout, Ctrl-C or error.
+a shell string, and the pytest process tree is killed as a whole on timeout, Ctrl-C, SIGTERM,
+SIGHUP or error, and by a :class:`~syncgate.lifeline.Reaper` if syncgate itself is SIGKILLed. Its
+temp dir carries syncgate's pid, so one left by a killed syncgate is removed at the next start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,8 +24,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from syncgate.errors import RerunError
+from syncgate.lifeline import Reaper, die_with_parent
 
 PLUGIN_MODULE = "syncgate.repro.rerun_plugin"
+TEMP_PREFIX = "syncgate-repro-"
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-")
 
 
 @dataclass
@@ -85,9 +93,10 @@ class LocalRunner:
         return {p for p in paths if (self.rootdir / p).exists()}
 
     def pytest(self, args: list[str], plan: dict[str, Any] | None = None) -> PytestResult:
-        with tempfile.TemporaryDirectory(prefix="syncgate-repro-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
             env = dict(os.environ)
-            argv = [self.python, "-m", "pytest"]
+            # always loaded: it sets PDEATHSIG in the session and in every xdist worker
+            argv = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE]
             if plan is not None:
                 plan = {**plan, "results": str(Path(tmp, "results.jsonl")),
                         "settled": str(Path(tmp, "settled.txt")) if plan.get("early_stop")
@@ -97,7 +106,6 @@ class LocalRunner:
                 from syncgate.repro import rerun_plugin  # imports pytest: only when rerunning
 
                 env[rerun_plugin.PLAN_ENV] = str(Path(tmp, "plan.json"))
-                argv += ["-p", PLUGIN_MODULE]
             output_path = Path(tmp, "output.txt")
             with output_path.open("wb") as output:
                 code = run_tree([*argv, *args], self.rootdir, env, output, self.timeout)
@@ -111,7 +119,9 @@ def run_tree(argv: list[str], cwd: Path, env: dict[str, str], output: Any,
              timeout: float | None) -> int:
     """Run ``argv`` in its own process group; kill the whole group on any way out but success."""
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
+                               stdin=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: die_with_parent(signal.SIGKILL))
+    reaper = Reaper(process.pid)
     try:
         return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -119,6 +129,31 @@ def run_tree(argv: list[str], cwd: Path, env: dict[str, str], output: Any,
     finally:
         if process.poll() is None or _group_alive(process.pid):
             _kill_group(process)
+        reaper.release()
+
+
+def remove_stale_temp_dirs(root: str | None = None) -> list[Path]:
+    """Remove ``syncgate-repro-<pid>-*`` dirs whose syncgate is gone (it was SIGKILLed)."""
+    removed = []
+    base = Path(root or tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for path in base.iterdir():
+            match = _TEMP_NAME.match(path.name)
+            if (match and path.is_dir() and not path.is_symlink()
+                    and path.stat().st_uid == os.getuid() and not _pid_alive(int(match.group(1)))):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _group_alive(pgid: int) -> bool:

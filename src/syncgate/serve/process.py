@@ -3,30 +3,30 @@
 ``vllm serve`` forks an EngineCore, which spawns a worker; when the API server dies first those
 are reparented to init and keep the CPU (and an accelerator) busy. So the child starts in its own
 session (its process group names every descendant that did not leave it), asks the kernel to
-SIGTERM it if syncgate dies (``PR_SET_PDEATHSIG``), and teardown snapshots the tree with psutil
-before signalling, so reparented grandchildren are still found.
+SIGTERM it if syncgate dies (``PR_SET_PDEATHSIG``), a :class:`~syncgate.lifeline.Reaper` SIGKILLs
+its group if syncgate is killed outright, and teardown snapshots the tree with psutil before
+signalling, so reparented grandchildren are still found.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 import requests
 
 from syncgate.errors import PortInUseError, ServerError, ServerStartError, ServerTimeoutError
+from syncgate.lifeline import Reaper, die_with_parent
 
 LOOPBACK = "127.0.0.1"
-_PR_SET_PDEATHSIG = 1
 _ERROR_LINE = re.compile(r"error|exception|traceback", re.IGNORECASE)
 
 Progress = Callable[[float], None]
@@ -55,11 +55,6 @@ def ensure_port_free(port: int, host: str = LOOPBACK) -> None:
             sock.bind((host, port))
         except OSError:
             raise PortInUseError(f"port {port} on {host} is already in use") from None
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def tree(pid: int) -> list[psutil.Process]:
@@ -140,6 +135,7 @@ class ManagedServer:
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
+        self._reaper: Reaper | None = None
         self._launched = 0.0
         self.startup_s: float | None = None
 
@@ -172,8 +168,9 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
+        self._reaper = Reaper(self._proc.pid)
 
     def wait_healthy(self, progress: Progress | None = None) -> float:
         """Block until ``/health`` answers 200; returns seconds since launch."""
@@ -250,23 +247,12 @@ class ManagedServer:
         psutil.wait_procs(alive, timeout=3)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(3)
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
 
     def __enter__(self) -> ManagedServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Make SIGTERM unwind like Ctrl-C, so ``with`` blocks tear their servers down."""
-
-    def _raise(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, _raise)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

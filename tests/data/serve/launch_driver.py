@@ -9,13 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from syncgate.serve.process import ManagedServer, free_port, sigterm_as_interrupt, tree
+from syncgate.lifeline import signals_as_interrupt
+from syncgate.serve.process import ManagedServer, free_port, tree
 
 fake, mode, log = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 port = free_port()
 server = ManagedServer([sys.executable, fake, str(port), mode], port=port, log_path=log,
                        startup_timeout_s=30, stop_timeout_s=2)
-with sigterm_as_interrupt(), server:
+with signals_as_interrupt(), server:
     server.start()
     time.sleep(0.5)  # let the fake spawn its grandchild
     print(json.dumps([p.pid for p in tree(server.pid)]), flush=True)

@@ -87,3 +87,19 @@ def test_launcher_interrupted_or_killed_leaves_no_process(launch_driver, tmp_pat
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_killed_launcher_takes_a_server_that_ignores_sigterm_down(launch_driver, tmp_path, gone):
+    """PDEATHSIG's SIGTERM is ignored by this server (vLLM's graceful shutdown can take 30 s);
+    the reaper SIGKILLs its process group the moment the launcher is gone."""
+    driver, fake = launch_driver
+    proc = subprocess.Popen([sys.executable, str(driver), str(fake), "stubborn",
+                             str(tmp_path / "server.log")], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = json.loads(proc.stdout.readline())
+        proc.kill()
+        proc.wait(20)
+        assert gone(pids, timeout=5) == []
+    finally:
+        proc.kill()
+        proc.wait()
