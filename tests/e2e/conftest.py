@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
+from syncgate.audit.budgets import load_budgets
 from syncgate.profiles import builtin_profile_path, load_profile
 
 
@@ -44,7 +44,7 @@ def profile(request):
 
 @pytest.fixture(scope="session")
 def budgets(profile):
-    return load_budgets(builtin_budget_path(profile.budgets))
+    return load_budgets(profile.budget_file)
 
 
 @pytest.fixture(scope="session")

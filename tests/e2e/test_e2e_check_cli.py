@@ -14,7 +14,6 @@ import pytest
 from syncgate.check.judge import judge
 from syncgate.check.report import CheckResult, write_reports
 from syncgate.check.run import GroupRun
-from syncgate.parity import Tolerance
 from syncgate.serve.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -58,7 +57,7 @@ def test_corrupted_token_is_reported_as_the_first_divergence(vllm_server, hf_ref
     single = GroupRun(result.group, result.flags, result.log_path, result.audit_dir,
                       scenarios=[run], runner=result.runner, speculation=result.speculation)
     verdicts, groups = judge([single], hf_reference, budgets, mode=profile.parity,
-                             tolerance=Tolerance(**profile.tolerance),
+                             tolerance=profile.tolerance,
                              default_runner=profile.runner)
     [verdict] = verdicts
     assert not verdict.passed

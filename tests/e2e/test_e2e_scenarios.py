@@ -4,7 +4,6 @@ import pytest
 
 from syncgate.check.judge import judge
 from syncgate.check.run import GroupRun
-from syncgate.parity import Tolerance
 from syncgate.serve.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -18,7 +17,7 @@ def test_scenario(group_scenario, vllm_server, hf_reference, budgets, profile):
     single = GroupRun(result.group, result.flags, result.log_path, result.audit_dir,
                       scenarios=[run], runner=result.runner, speculation=result.speculation)
     [verdict], [group_verdict] = judge([single], hf_reference, budgets, mode=profile.parity,
-                                       tolerance=Tolerance(**profile.tolerance),
+                                       tolerance=profile.tolerance,
                                        default_runner=profile.runner)
     assert run.outcome.generations, "the scenario produced nothing"
     assert run.steps, "the audit journal recorded no runner step (is the plugin armed?)"

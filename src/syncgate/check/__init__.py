@@ -16,7 +16,6 @@ from syncgate.check.report import CheckResult, failure_lines, table, write_repor
 from syncgate.check.run import GroupRun, GroupSession, Say, run_group
 from syncgate.environment import header
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
-from syncgate.parity import Tolerance
 from syncgate.parity.reference import WarmReference
 from syncgate.serve.scenarios import load_prompts, reference_requests
 
@@ -80,9 +79,8 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
             groups.append(run)
     started = time.monotonic()
     say("judging parity against the HF transformers fp32 greedy reference")
-    tolerance = Tolerance(**plan.profile.tolerance)  # type: ignore[arg-type]
     scenarios, group_verdicts = judge(groups, reference.result(), plan.budgets,
-                                      mode=plan.profile.parity, tolerance=tolerance,
+                                      mode=plan.profile.parity, tolerance=plan.profile.tolerance,
                                       default_runner=plan.profile.runner)
     timings["reference_after_servers"] = round(time.monotonic() - started, 2)
     return CheckResult(

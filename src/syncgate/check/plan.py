@@ -11,9 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from syncgate.audit.budgets import BudgetSet, builtin_budget_path, load_budgets
+from syncgate.audit.budgets import BudgetSet, load_budgets
 from syncgate.errors import ProfileError, ReportDirError, UsageError
-from syncgate.models import ARCHES
 from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile
 from syncgate.serve.scenarios import SCENARIOS
 
@@ -40,7 +39,7 @@ def make_plan(device: str | None, profile_path: str | None, model: str | None,
                                    f"unknown scenario {name!r}")
     groups = _select(profile, scenarios)
     model_dir, recipe = _model(profile, model)
-    return Plan(profile, groups, model_dir, recipe, _budgets(profile),
+    return Plan(profile, groups, model_dir, recipe, load_budgets(profile.budget_file),
                 prepare_report_dir(Path(report_dir)))
 
 
@@ -64,19 +63,10 @@ def _select(profile: Profile, wanted: list[str] | None) -> tuple[Group, ...]:
 
 
 def _model(profile: Profile, model: str | None) -> tuple[Path | None, str | None]:
+    """``--model`` if given, else the profile's (already resolved) recipe or directory."""
     if model is not None:
         return Path(model), None
-    if profile.model in ARCHES:
-        return None, profile.model
-    path = Path(profile.model)
-    return (path if path.is_absolute() else Path(profile.source).parent / path), None
-
-
-def _budgets(profile: Profile) -> BudgetSet:
-    if profile.budgets.endswith(".toml"):
-        path = Path(profile.budgets)
-        return load_budgets(path if path.is_absolute() else Path(profile.source).parent / path)
-    return load_budgets(builtin_budget_path(profile.budgets))
+    return profile.model_dir, profile.recipe
 
 
 def prepare_report_dir(path: Path) -> Path:

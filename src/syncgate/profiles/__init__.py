@@ -4,6 +4,10 @@ A profile names the device, the runner it expects, the model (an embedded recipe
 budget file, the parity mode, the base ``vllm serve`` flags and environment, and the *groups*:
 flag sets that each get one server and a list of scenarios. See ``cpu.toml`` for a commented one.
 Any problem is a :class:`~syncgate.errors.ProfileError` naming the file and the key.
+
+Loading resolves what the file names, once: a relative model directory or budget file against
+the profile's own directory, a built-in budget name to its file, the tolerance table to a
+:class:`~syncgate.parity.Tolerance`. Users of a :class:`Profile` never resolve them again.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from syncgate.errors import ProfileError
+from syncgate.audit.budgets import builtin_budget_path
+from syncgate.errors import BudgetError, ProfileError
+from syncgate.models.recipe import ARCHES
+from syncgate.parity.compare import Tolerance
 from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 DEVICES = ("cpu", "cuda", "npu")
@@ -42,13 +49,16 @@ class Group:
 class Profile:
     device: str
     runner: str
-    model: str
-    budgets: str
+    model: str  # as written: an embedded recipe's name or a model directory
+    recipe: str | None  # the embedded recipe, or None
+    model_dir: Path | None  # the model directory, resolved; None for a recipe
+    budgets: str  # as written: a built-in budget name or a .toml file
+    budget_file: Path  # resolved
     parity: str
     seed: int
     startup_timeout_s: float
     request_timeout_s: float
-    tolerance: dict[str, float]
+    tolerance: Tolerance
     env: dict[str, str]
     flags: tuple[str, ...]
     groups: tuple[Group, ...]
@@ -111,9 +121,7 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         raise ProfileError(source, "parity", f"must be one of {', '.join(PARITY_MODES)}")
     serve = need("serve", dict)
     flags = _flags(need("flags", list, serve, "serve."), "serve.flags", source)
-    tolerance = data.get("tolerance", {})
-    if not isinstance(tolerance, dict) or set(tolerance) - {"max_rank", "max_gap"}:
-        raise ProfileError(source, "tolerance", "must be a table with max_rank and/or max_gap")
+    tolerance = _tolerance(data.get("tolerance", {}), source)
     groups_raw = need("group", list)
     if not groups_raw:
         raise ProfileError(source, "group", "needs at least one [[group]]")
@@ -131,14 +139,20 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         if value <= 0:
             raise ProfileError(source, key, f"must be positive, got {value}")
         timeouts[key] = float(value)
+    model = need("model", str)
+    budgets = need("budgets", str)
+    recipe = model if model in ARCHES else None
     return Profile(
         device=device,
         runner=need("runner", str),
-        model=need("model", str),
-        budgets=need("budgets", str),
+        model=model,
+        recipe=recipe,
+        model_dir=None if recipe else _beside(source, model),
+        budgets=budgets,
+        budget_file=_budget_file(budgets, source),
         parity=parity,
         seed=need("seed", int),
-        tolerance={k: float(v) for k, v in tolerance.items()},
+        tolerance=tolerance,
         env=_env(data.get("env", {}), "env", source),
         flags=flags,
         groups=groups,
@@ -146,6 +160,32 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         prestart=prestart,
         **timeouts,
     )
+
+
+def _beside(source: str, path: str) -> Path:
+    """``path`` as written, relative to the profile file's directory unless absolute."""
+    return Path(source).parent / path  # an absolute ``path`` replaces the directory
+
+
+def _budget_file(budgets: str, source: str) -> Path:
+    if budgets.endswith(".toml"):
+        return _beside(source, budgets)
+    try:
+        return builtin_budget_path(budgets)
+    except BudgetError:
+        raise ProfileError(source, "budgets", f"no built-in budget {budgets!r} (or name a "
+                           ".toml file)") from None
+
+
+def _tolerance(raw: Any, source: str) -> Tolerance:
+    if not isinstance(raw, dict) or set(raw) - {"max_rank", "max_gap"}:
+        raise ProfileError(source, "tolerance", "must be a table with max_rank and/or max_gap")
+    rank, gap = raw.get("max_rank", Tolerance.max_rank), raw.get("max_gap", Tolerance.max_gap)
+    if isinstance(rank, bool) or not isinstance(rank, int | float) or rank != int(rank):
+        raise ProfileError(source, "tolerance.max_rank", f"must be an integer, got {rank!r}")
+    if isinstance(gap, bool) or not isinstance(gap, int | float):
+        raise ProfileError(source, "tolerance.max_gap", f"must be a number, got {gap!r}")
+    return Tolerance(max_rank=int(rank), max_gap=float(gap))
 
 
 def _group(raw: Any, where: str, source: str) -> Group:

@@ -1,10 +1,14 @@
 """Bad input to `syncgate check` and to profiles: one line, exit 2, nothing started or written."""
 
+from pathlib import Path
+
 import pytest
 
+from syncgate.audit.budgets import builtin_budget_path
 from syncgate.check.plan import make_plan
 from syncgate.cli import main
 from syncgate.errors import ProfileError, UsageError
+from syncgate.parity import Tolerance
 from syncgate.profiles import builtin_profile_path, load_profile, parse_profile
 
 
@@ -91,6 +95,10 @@ def _base():
         (lambda d: d.update(seed="zero"), "seed", "must be an integer"),
         (lambda d: d.update(prestart=True), "prestart", "non-negative integer"),
         (lambda d: d.update(env={"A": 1}), "env", "string values"),
+        (lambda d: d.update(budgets="tpu"), "budgets", "no built-in budget 'tpu'"),
+        (lambda d: d.update(tolerance={"max_rank": 1.5}), "tolerance.max_rank",
+         "must be an integer"),
+        (lambda d: d.update(tolerance={"max_gap": "big"}), "tolerance.max_gap", "must be a number"),
     ],
 )
 def test_profile_errors_name_the_key(mutate, key, problem):
@@ -105,3 +113,17 @@ def test_profile_errors_name_the_key(mutate, key, problem):
 def test_usage_error_for_unknown_selection_lists_known(tmp_path):
     with pytest.raises(UsageError, match="known: abort, async_scheduling"):
         make_plan("cpu", None, None, ["nope"], str(tmp_path))
+
+
+def test_profile_resolves_paths_budgets_and_tolerance_at_load(tmp_path):
+    data = _base() | {"model": "models/tiny", "budgets": "mine.toml",
+                      "tolerance": {"max_rank": 3}}
+    profile = parse_profile(data, str(tmp_path / "p.toml"))
+    assert (profile.recipe, profile.model_dir) == (None, tmp_path / "models" / "tiny")
+    assert profile.budget_file == tmp_path / "mine.toml"
+    assert profile.tolerance == Tolerance(max_rank=3, max_gap=0.1)
+    assert isinstance(profile.tolerance.max_rank, int)
+    builtin = parse_profile(_base() | {"model": "/abs/model"}, str(tmp_path / "p.toml"))
+    assert builtin.model_dir == Path("/abs/model")
+    assert builtin.budget_file == builtin_budget_path("cpu")
+    assert parse_profile(_base(), "x.toml").recipe == "llama"
