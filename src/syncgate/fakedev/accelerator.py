@@ -7,6 +7,7 @@ torch-facing stream, event and tensor types find it through :func:`active`.
 from __future__ import annotations
 
 import warnings
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ import torch
 from syncgate.audit.events import CallSite, SyncKind, caller_site
 from syncgate.audit.ledger import Ledger
 from syncgate.errors import SimulatorError, SimulatorInactiveError
-from syncgate.fakedev.streams import Clock, LatencyModel, Marker, SimStream
+from syncgate.fakedev.streams import Action, Clock, HostThread, LatencyModel, Marker, SimStream
 
 FLAVOURS = ("cuda", "npu")
 _SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
@@ -111,9 +112,45 @@ class AcceleratorState:
         target = stream if stream is not None else self.clock.current_stream()
         return self.clock.enqueue(_raw_stream(target), seconds)
 
+    def enqueue_copy(
+        self, kind: str, nbytes: int, stream: SimStream | None = None, action: Action | None = None
+    ) -> Marker:
+        """Queue a ``kind`` copy (``d2h_pinned``, ``h2d_pageable``, ``d2d``...) through its copy engine."""
+        self.check_open()
+        target = _raw_stream(stream) if stream is not None else self.clock.current_stream()
+        engine = "h2d" if kind.startswith("h2d") else "d2h"
+        return self.clock.enqueue(target, self.latency.copy_seconds(nbytes, kind), action, engine)
+
+    def host_thread(self, name: str, start_s: float) -> AbstractContextManager[HostThread]:
+        """Act as host thread ``name`` from simulated time ``start_s`` (a KV connector, say)."""
+        return self.clock.host_thread(name, start_s)
+
     @property
     def host_time(self) -> float:
         return self.clock.host_time
+
+    # --- copies ----------------------------------------------------------------------------
+    def begin_copy(self, api: str) -> None:
+        """Every copy call first waits for other threads' pageable memcpys in progress (#22754)."""
+        held, hold = self.clock.held()
+        if hold is not None:
+            self.ledger.record_hold(held, api, holder=hold.label, site=caller_site(skip=3))
+
+    def copy_to_host_blocking(
+        self, nbytes: int, api: str, *, pageable: bool = True, action: Action | None = None
+    ) -> float:
+        """A synchronous device-to-host memcpy on the current stream; the host-blocked seconds.
+
+        Into pageable memory the calling thread sits inside the memcpy until its stream drains,
+        and holds every other thread's copies for that long.
+        """
+        self.begin_copy(api)
+        start = self.clock.host_time
+        marker = self.enqueue_copy("d2h_pageable" if pageable else "d2h_pinned", nbytes, action=action)
+        blocked = self.clock.wait_for(marker)
+        if pageable:
+            self.clock.hold(start, api)
+        return blocked
 
     def is_pinned(self, t: torch.Tensor) -> bool:
         with torch._C.DisableTorchFunctionSubclass():

@@ -44,6 +44,12 @@ class SimulatedAccelerator(AcceleratorState):
             data = t.detach().clone()
         return as_device(data)
 
+    def blocking_stream(self) -> Stream:
+        """A stream made with default flags (``cudaStreamCreate``), not by ``torch.cuda.Stream()``:
+        the legacy default stream and it wait for each other's earlier work."""
+        self.check_open()
+        return Stream.wrap(self, SimStream(clock=self.clock, blocking=True))
+
 
 class Stream:
     """``torch.cuda.Stream`` / ``torch.npu.Stream`` / ``torch.Stream`` of the simulator."""
@@ -282,12 +288,10 @@ class FactoryMode(TorchFunctionMode):
         if not isinstance(out, torch.Tensor):
             return out
         if on_device:
-            if func in _COPYING_FACTORIES:
-                self.acc.record_sync(
-                    SyncKind.BLOCKING_COPY, f"{func.__name__}(..., device=)", 0.0,
-                    detail="host data copied to the device synchronously",
-                )
-            return as_device(out)
+            dst = as_device(out)
+            if func in _COPYING_FACTORIES:  # host data (pageable) copied to the device, synchronously
+                copy_host_to_device(self.acc, dst, out, False, f"{func.__name__}(..., device=)")
+            return dst
         return self.acc.mark_pinned(out) if pin else out
 
     def _host_to(self, func: Any, args: tuple, kwargs: dict) -> Any:

@@ -21,6 +21,7 @@ import torch
 
 from syncgate.audit.events import SyncKind, caller_site
 from syncgate.fakedev.accelerator import AcceleratorState, active
+from syncgate.fakedev.syncing import CONVERSIONS, FORMATTING, data_dependent_entry_points, shape_given
 
 POISON_INT = -777_777_777
 _T = torch.Tensor
@@ -97,10 +98,23 @@ def run_on_device(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -
     return torch._tensor._convert(ret, DeviceTensor)
 
 
+def _nbytes(t: Any) -> int:
+    with torch._C.DisableTorchFunctionSubclass():
+        return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 8
+
+
+def _read(acc: AcceleratorState, api: str, nbytes: int, kind: SyncKind = SyncKind.BLOCKING_READBACK) -> None:
+    """The host reads ``nbytes`` of the device: a blocking memcpy on the current stream."""
+    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site(skip=3))
+    blocked = acc.copy_to_host_blocking(nbytes, api)
+    acc.record_sync(kind, api, blocked)
+
+
 def _readback(api: str) -> Handler:
+    """Conversions to Python, NumPy or text: the whole tensor comes to the host."""
+
     def handler(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
-        blocked = acc.clock.wait_all()
-        acc.record_sync(SyncKind.BLOCKING_READBACK, api, blocked)
+        _read(acc, api, _nbytes(args[0]))
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)
 
@@ -111,8 +125,8 @@ def _data_dependent(api: str) -> Handler:
     """Ops whose output shape depends on device values: the host must read them first."""
 
     def handler(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
-        blocked = acc.clock.wait_all()
-        acc.record_sync(SyncKind.BLOCKING_READBACK, api, blocked)
+        if not shape_given(api, args, kwargs):
+            _read(acc, api, 8)  # the element count
         return run_on_device(acc, func, args, kwargs)
 
     return handler
@@ -121,16 +135,15 @@ def _data_dependent(api: str) -> Handler:
 def _getitem(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     index = args[1]
     indices = index if isinstance(index, tuple) else (index,)
-    if any(is_device(i) and i.dtype == torch.bool for i in indices):
-        return _data_dependent("Tensor.__getitem__ (boolean mask)")(acc, func, args, kwargs)
+    if any(is_device(i) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+        _read(acc, "Tensor.__getitem__ (boolean mask)", 8)
     return run_on_device(acc, func, args, kwargs)
 
 
 def _setitem(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
     target, _, value = args[:3]
     if not is_device(target) and is_device(value):
-        blocked = acc.clock.wait_all()
-        acc.record_sync(SyncKind.BLOCKING_COPY, "Tensor.__setitem__ (device value into host)", blocked)
+        _read(acc, "Tensor.__setitem__ (device value into host)", _nbytes(value), SyncKind.BLOCKING_COPY)
     return run_on_device(acc, func, args, kwargs) if is_device(target) else _host_op(func, args, kwargs)
 
 
@@ -144,25 +157,25 @@ def copy_device_to_host(
     acc: AcceleratorState, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
 ) -> None:
     """The heart of the simulator: when does ``dst`` hold ``src``'s values, and who waited?"""
-    stream = acc.clock.current_stream()
     with torch._C.DisableTorchFunctionSubclass():
         snapshot = src.as_subclass(torch.Tensor).detach().clone()
         nbytes = snapshot.numel() * snapshot.element_size()
     host_dst = plain(dst)
+    pinned = acc.is_pinned(host_dst)
 
     def land() -> None:
         with torch._C.DisableTorchFunctionSubclass():
             host_dst.copy_(snapshot)
 
-    if non_blocking and acc.is_pinned(host_dst):
+    if non_blocking and pinned:
+        acc.begin_copy(api)
         with torch._C.DisableTorchFunctionSubclass():
             host_dst.fill_(poison_value(host_dst.dtype))
-        acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes), land)
-        acc.note("copy_d2h_async", stream, site=caller_site())
+        acc.enqueue_copy("d2h_pinned", nbytes, action=land)
+        acc.note("copy_d2h_async", acc.clock.current_stream(), site=caller_site())
         return
-    acc.note("copy_d2h_blocking", stream, site=caller_site())
-    marker = acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes), land)
-    blocked = acc.clock.wait_for(marker)
+    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site())
+    blocked = acc.copy_to_host_blocking(nbytes, api, pageable=not pinned, action=land)
     why = "non_blocking into pageable memory" if non_blocking else "non_blocking=False"
     acc.record_sync(SyncKind.BLOCKING_COPY, api, blocked, detail=why, debug_visible=not non_blocking)
 
@@ -170,13 +183,15 @@ def copy_device_to_host(
 def copy_host_to_device(
     acc: AcceleratorState, dst: torch.Tensor, src: torch.Tensor, non_blocking: bool, api: str
 ) -> None:
-    stream = acc.clock.current_stream()
+    """Host to device: asynchronous only from pinned memory with ``non_blocking=True``."""
     with torch._C.DisableTorchFunctionSubclass():
         plain(dst).copy_(src)
         nbytes = src.numel() * src.element_size()
-    marker = acc.clock.enqueue(stream, acc.latency.copy_seconds(nbytes))
-    if non_blocking and acc.is_pinned(src):
-        acc.note("copy_h2d_async", stream)
+    pinned = acc.is_pinned(src)
+    acc.begin_copy(api)
+    marker = acc.enqueue_copy("h2d_pinned" if pinned else "h2d_pageable", nbytes)
+    if non_blocking and pinned:
+        acc.note("copy_h2d_async", acc.clock.current_stream())
         return
     blocked = acc.clock.wait_for(marker)
     why = "non_blocking from pageable memory" if non_blocking else "non_blocking=False"
@@ -227,18 +242,14 @@ def _to(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
         acc.mark_pinned(out)
         copy_device_to_host(acc, out, src, True, "Tensor.to (device to host)")
         return out
-    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site())
-    blocked = acc.clock.wait_all()
-    acc.record_sync(SyncKind.BLOCKING_READBACK, "Tensor.to (device to host)", blocked)
+    _read(acc, "Tensor.to (device to host)", _nbytes(src))
     with torch._C.DisableTorchFunctionSubclass():
         out = plain(src).to(dtype=dtype) if dtype is not None else plain(src)
         return out.clone()
 
 
 def _cpu(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
-    acc.note("copy_d2h_blocking", acc.clock.current_stream(), site=caller_site())
-    blocked = acc.clock.wait_all()
-    acc.record_sync(SyncKind.BLOCKING_READBACK, "Tensor.cpu", blocked)
+    _read(acc, "Tensor.cpu", _nbytes(args[0]))
     with torch._C.DisableTorchFunctionSubclass():
         return plain(args[0]).clone()
 
@@ -258,25 +269,9 @@ def _to_self(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any
     return args[0]
 
 
-def _debug_print(acc: AcceleratorState, func: Any, args: tuple, kwargs: dict) -> Any:
-    return _host_op(func, args, kwargs)
-
-
 _HANDLERS: dict[Any, Handler] = {
-    _T.tolist: _readback("Tensor.tolist"),
-    _T.item: _readback("Tensor.item"),
-    _T.numpy: _readback("Tensor.numpy"),
-    _T.__bool__: _readback("Tensor.__bool__"),
-    _T.__int__: _readback("Tensor.__int__"),
-    _T.__float__: _readback("Tensor.__float__"),
-    _T.__index__: _readback("Tensor.__index__"),
-    _T.__array__: _readback("Tensor.__array__"),
-    _T.nonzero: _data_dependent("Tensor.nonzero"),
-    torch.nonzero: _data_dependent("torch.nonzero"),
-    _T.masked_select: _data_dependent("Tensor.masked_select"),
-    torch.masked_select: _data_dependent("torch.masked_select"),
-    _T.unique: _data_dependent("Tensor.unique"),
-    torch.unique: _data_dependent("torch.unique"),
+    **{func: _readback(api) for func, api in {**CONVERSIONS, **FORMATTING}.items()},
+    **{func: _data_dependent(api) for func, api in data_dependent_entry_points().items()},
     _T.__getitem__: _getitem,
     _T.__setitem__: _setitem,
     _T.copy_: _copy_,
@@ -286,6 +281,4 @@ _HANDLERS: dict[Any, Handler] = {
     _T.is_pinned: _constant(False),
     _T.get_device: _constant(0),
     _T.record_stream: _constant(None),
-    _T.__repr__: _debug_print,
-    _T.__format__: _debug_print,
 }

@@ -1,10 +1,13 @@
 """Streams, events and the latency model: when work lands and how long the host waits."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from syncgate.errors import SimulatorError, SimulatorInactiveError
 from syncgate.fakedev import LatencyModel, is_poison, simulated_accelerator
+from syncgate.fakedev.streams import calibration_sources
 
 
 def test_async_copy_lands_only_when_host_waits_on_its_event():
@@ -22,9 +25,9 @@ def test_async_copy_lands_only_when_host_waits_on_its_event():
         assert acc.ledger.counts() == {"event_sync": 1}
 
 
-def test_event_wait_covers_only_its_own_stream_but_readback_waits_for_all():
-    latency = LatencyModel(copy_latency_s=1e-6, copy_bandwidth_bytes_per_s=1e12)
-    with simulated_accelerator("cuda", latency=latency) as acc:
+def test_readback_and_event_wait_cover_only_their_own_stream():
+    """H200: a .tolist() does not wait for other PyTorch streams (gpu-physics §2a)."""
+    with simulated_accelerator("cuda") as acc:
         kv_stream = torch.cuda.Stream()
         acc.enqueue_work(0.050, kv_stream)  # a long KV transfer on another stream
         dev = acc.device_tensor(torch.arange(8))
@@ -36,8 +39,79 @@ def test_event_wait_covers_only_its_own_stream_but_readback_waits_for_all():
         event_wait = acc.ledger.events[-1].blocked_s
         dev.tolist()
         readback_wait = acc.ledger.events[-1].blocked_s
+        torch.cuda.synchronize()
+        device_wait = acc.ledger.events[-1].blocked_s
     assert event_wait < 1e-4
-    assert readback_wait == pytest.approx(0.050, rel=0.01)
+    assert readback_wait < 1e-4
+    assert device_wait == pytest.approx(0.050, rel=0.01)
+
+
+def test_a_blocking_stream_orders_the_legacy_default_stream_after_it():
+    with simulated_accelerator("cuda") as acc:
+        side = acc.blocking_stream()
+        acc.enqueue_work(0.020, side)
+        acc.enqueue_work(0.0005)  # the legacy default stream starts after the blocking stream
+        acc.device_tensor(torch.arange(8)).tolist()
+        assert acc.ledger.events[-1].blocked_s == pytest.approx(0.0205, abs=1e-4)
+        acc.enqueue_work(0.010)
+        acc.enqueue_work(0.001, side)  # and the blocking stream after the default stream
+        side.synchronize()
+        assert acc.ledger.events[-1].blocked_s == pytest.approx(0.011, abs=1e-6)
+
+
+def test_copies_in_one_direction_share_one_engine_in_the_order_they_become_ready():
+    with simulated_accelerator("cuda") as acc:
+        side = torch.cuda.Stream()
+        acc.enqueue_work(0.010)  # the readback's copy is ready only after this
+        acc.enqueue_copy("d2h_pinned", 1 << 30, side)  # ready now: served first
+        acc.device_tensor(torch.arange(8)).item  # attribute access alone is no read
+        acc.device_tensor(torch.arange(8))[3].item()
+        big = acc.latency.copy_seconds(1 << 30, "d2h_pinned")
+        assert acc.ledger.events[-1].blocked_s == pytest.approx(big, rel=0.01)
+        acc.enqueue_copy("h2d_pinned", 1 << 30, side)  # the other direction does not delay it
+        acc.device_tensor(torch.arange(8)).tolist()
+        assert acc.ledger.events[-1].blocked_s < 1e-4
+
+
+def test_a_pageable_readback_holds_other_threads_copies_until_it_returns():
+    with simulated_accelerator("cuda") as acc:
+        ids = acc.device_tensor(torch.arange(64))
+        kv = acc.device_tensor(torch.zeros(1 << 20, dtype=torch.int32))
+        acc.enqueue_work(0.020)
+        ids.tolist()  # the model thread sits in the memcpy from 0 to ~20 ms
+        with acc.host_thread("kv", start_s=0.004):
+            kv_stream = torch.cuda.Stream()
+            with torch.cuda.stream(kv_stream):
+                start = acc.host_time
+                kv.cpu()
+                latency = acc.host_time - start
+        assert latency == pytest.approx(0.0165, abs=1e-3)
+        (hold,) = acc.ledger.holds
+        assert hold.held_s == pytest.approx(0.016, abs=1e-4)
+        assert hold.holder == "Tensor.tolist"
+        assert acc.ledger.held_seconds() == hold.held_s
+        assert acc.ledger.blocked_seconds() == pytest.approx(0.0200 + latency - hold.held_s, abs=1e-4)
+
+
+@pytest.mark.parametrize("read", [
+    lambda acc, ids: torch.cuda.synchronize(),
+    lambda acc, ids: ids.to("cpu", non_blocking=True),
+    lambda acc, ids: torch.empty(64, dtype=torch.int64, pin_memory=True).copy_(ids),
+])
+def test_waits_that_are_not_a_pageable_memcpy_hold_nobody(read):
+    with simulated_accelerator("cuda") as acc:
+        ids = acc.device_tensor(torch.arange(64))
+        acc.enqueue_work(0.020)
+        read(acc, ids)
+        with acc.host_thread("kv", start_s=0.004):
+            acc.device_tensor(torch.arange(8)).cpu()
+        assert acc.ledger.holds == []
+
+
+def test_calibration_constants_each_name_their_source():
+    sources = calibration_sources()
+    assert set(sources) == {f.name for f in dataclasses.fields(LatencyModel)}
+    assert all(source for _value, source in sources.values())
 
 
 def test_wait_stream_orders_side_stream_after_main_stream():
