@@ -54,7 +54,7 @@ def test_corrupted_token_is_reported_as_the_first_divergence(vllm_server, hf_ref
     original = victim.token_ids[5]
     victim.token_ids[5] = (original + 1) % 2000
     result = session.result
-    single = GroupRun(result.group, result.flags, result.log_path, result.audit_dir,
+    single = GroupRun(result.profile_group, result.flags, result.log_path, result.audit_dir,
                       scenarios=[run], runner=result.runner, speculation=result.speculation)
     verdicts, groups = judge([single], hf_reference, budgets, mode=profile.parity,
                              tolerance=profile.tolerance,

@@ -14,7 +14,7 @@ def test_scenario(group_scenario, vllm_server, hf_reference, budgets, profile):
     session = vllm_server(group_name)
     run = session.run(SCENARIOS[scenario_name])
     result = session.result
-    single = GroupRun(result.group, result.flags, result.log_path, result.audit_dir,
+    single = GroupRun(result.profile_group, result.flags, result.log_path, result.audit_dir,
                       scenarios=[run], runner=result.runner, speculation=result.speculation)
     [verdict], [group_verdict] = judge([single], hf_reference, budgets, mode=profile.parity,
                                        tolerance=profile.tolerance,

@@ -70,12 +70,12 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
         for i, session in enumerate(sessions):
             for ahead in sessions[i: i + 1 + plan.profile.prestart]:
                 if not ahead.server.alive():
-                    say(f"[{ahead.result.group.name}] starting vllm serve "
+                    say(f"[{ahead.result.profile_group.name}] starting vllm serve "
                         f"{' '.join(ahead.result.flags)}")
                     ahead.launch()
             run = run_group(session, say)
-            timings[f"server_start:{run.group.name}"] = round(run.startup_s, 2)
-            timings[f"group:{run.group.name}"] = round(run.wall_s, 2)
+            timings[f"server_start:{run.profile_group.name}"] = round(run.startup_s, 2)
+            timings[f"group:{run.profile_group.name}"] = round(run.wall_s, 2)
             groups.append(run)
     started = time.monotonic()
     say("judging parity against the HF transformers fp32 greedy reference")

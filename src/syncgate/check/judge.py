@@ -94,11 +94,11 @@ def judge(groups: Sequence[GroupRun], reference: Reference, budgets: BudgetSet, 
     group_verdicts: list[GroupVerdict] = []
     anchors: dict[tuple[int, ...], tuple[str, Generation]] = {}
     for group in groups:
-        speculation = group.group.speculation if group.speculation is None else group.speculation
+        speculation = group.profile_group.speculation if group.speculation is None else group.speculation
         budget = budgets.select(group.runner or default_runner, speculation)
         problems = []
-        if group.speculation is not None and group.speculation != group.group.speculation:
-            problems.append(f"profile says speculation={group.group.speculation}, "
+        if group.speculation is not None and group.speculation != group.profile_group.speculation:
+            problems.append(f"profile says speculation={group.profile_group.speculation}, "
                             f"the worker ran with speculation={group.speculation}")
         group_verdicts.append(GroupVerdict(group, budget, evaluate(group.unattributed, budget),
                                            problems))

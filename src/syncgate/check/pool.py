@@ -26,7 +26,7 @@ class ServerPool:
         self.finished: list[GroupRun] = []
 
     def get(self, group_name: str) -> GroupSession:
-        if self._current is not None and self._current.result.group.name == group_name:
+        if self._current is not None and self._current.result.profile_group.name == group_name:
             return self._current
         self.close()
         if group_name in self._failed:

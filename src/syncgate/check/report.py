@@ -60,7 +60,7 @@ def table(result: CheckResult) -> str:
     lines.append("(syncs: mean per decode step, allow-listed sites included)")
     for group in result.groups:
         if not group.passed:
-            lines.append(f"{group.run.group.name} (between scenarios): FAIL")
+            lines.append(f"{group.run.profile_group.name} (between scenarios): FAIL")
     return "\n".join(lines)
 
 
@@ -69,8 +69,8 @@ def failure_lines(result: CheckResult) -> list[str]:
     for verdict in result.scenarios:
         lines += [f"{verdict.run.key}: {text}" for text in verdict.failures()]
     for group in result.groups:
-        lines += [f"{group.run.group.name}: {p}" for p in group.problems]
-        lines += [f"{group.run.group.name} (between scenarios): budget {group.budget.label}: "
+        lines += [f"{group.run.profile_group.name}: {p}" for p in group.problems]
+        lines += [f"{group.run.profile_group.name} (between scenarios): budget {group.budget.label}: "
                   f"{b.describe()}" for b in group.between.breaches]
     return lines
 
@@ -84,9 +84,9 @@ def to_json(result: CheckResult) -> dict[str, Any]:
         "timings_s": result.timings,
         "groups": [
             {
-                "name": g.run.group.name,
+                "name": g.run.profile_group.name,
                 "flags": g.run.flags,
-                "note": g.run.group.note,
+                "note": g.run.profile_group.note,
                 "runner": g.run.runner,
                 "speculation": g.run.speculation,
                 "budget": g.budget.label,
@@ -110,7 +110,7 @@ def _scenario_json(verdict: ScenarioVerdict) -> dict[str, Any]:
     file, line = run.scenario.location
     return {
         "key": run.key,
-        "group": run.group,
+        "group": run.group_name,
         "scenario": run.scenario.name,
         "summary": run.scenario.summary,
         "file": file,
@@ -144,14 +144,14 @@ def junit(result: CheckResult) -> str:
     for verdict in result.scenarios:
         run = verdict.run
         file, line = run.scenario.location
-        case = junit_writer.add_case(suite, f"syncgate.check.{run.group}", run.scenario.name,
+        case = junit_writer.add_case(suite, f"syncgate.check.{run.group_name}", run.scenario.name,
                                      file=file, line=line, time=run.duration_s)
         failures = verdict.failures()
         if failures:
             ET.SubElement(case, "failure", message=failures[0][:500]).text = "\n".join(failures)
     for group in result.groups:
         if not group.passed:
-            case = junit_writer.add_case(suite, f"syncgate.check.{group.run.group.name}",
+            case = junit_writer.add_case(suite, f"syncgate.check.{group.run.profile_group.name}",
                                          "between_scenarios", time=0)
             lines = group.problems + [b.describe() for b in group.between.breaches]
             ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
@@ -191,7 +191,7 @@ def plot(result: CheckResult, path: Path) -> None:
             ax.axvline(at - 0.5, color="grey", linewidth=0.6)
             ax.text(at, ax.get_ylim()[1] * 0.95, run.scenario.name, fontsize=7, va="top")
             at += len(run.steps)
-        ax.set_title(f"{group.group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
+        ax.set_title(f"{group.profile_group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
                      fontsize=8)
         ax.set_ylabel("syncs / step")
         if any(bottom):

@@ -28,7 +28,7 @@ Say = Callable[[str], None]
 
 @dataclass
 class ScenarioRun:
-    group: str
+    group_name: str
     scenario: Scenario
     outcome: Outcome
     duration_s: float
@@ -37,12 +37,12 @@ class ScenarioRun:
 
     @property
     def key(self) -> str:
-        return f"{self.group}/{self.scenario.name}"
+        return f"{self.group_name}/{self.scenario.name}"
 
 
 @dataclass
 class GroupRun:
-    group: Group
+    profile_group: Group
     flags: list[str]
     log_path: Path
     audit_dir: Path
@@ -103,7 +103,7 @@ class GroupSession:
         self.server.launch()
 
     def wait(self, say: Say) -> None:
-        name = self.result.group.name
+        name = self.result.profile_group.name
         last = [0.0]
 
         def waiting(elapsed: float) -> None:
@@ -125,7 +125,7 @@ class GroupSession:
             outcome, error = scenario.run(self.context), None
         except RequestError as exc:
             outcome, error = Outcome(), str(exc)
-        run = ScenarioRun(self.result.group.name, scenario, outcome, time.monotonic() - started,
+        run = ScenarioRun(self.result.profile_group.name, scenario, outcome, time.monotonic() - started,
                           error=error)
         self.result.peak_rss = max(self.result.peak_rss, tree_rss(self.server.pid))
         if error is not None:
@@ -152,10 +152,10 @@ class GroupSession:
 
 def run_group(session: GroupSession, say: Say) -> GroupRun:
     """Wait for an already launched session's server, run its scenarios, stop it (always)."""
-    name = session.result.group.name
+    name = session.result.profile_group.name
     try:
         session.wait(say)
-        for scenario_name in session.result.group.scenarios:
+        for scenario_name in session.result.profile_group.scenarios:
             run = session.run(SCENARIOS[scenario_name])
             state = "request failed" if run.error else f"{len(run.outcome.generations)} generations"
             say(f"[{name}] {scenario_name}: {state}, {len(run.steps)} steps, "
