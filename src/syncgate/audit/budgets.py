@@ -6,6 +6,16 @@ applies to every step kind, ``[budget.limits.decode]`` (or prefill, mixed, empty
 kind left out of ``default`` may not occur at all. Allow-listed sites (``module:qualname``, glob
 patterns allowed) are by design and never count. The scan level reads the same allow-lists.
 
+An allow rule follows the code's structure where it says so:
+
+- ``overrides = true``: the rule also covers the same-named method of a subclass that overrides
+  the named one (through ``type(self).__mro__``, recorded with each event), because that override
+  has the same role on another stack (``CPUModelRunner._to_list`` for ``GPUModelRunner._to_list``).
+  Such a rule must name ``kind`` and ``max_per_step``: an override may wait the way the method it
+  overrides does, as often, and anything it adds (a device synchronize, a second wait) still counts.
+- ``logprobs_only = true``: the rule applies only in steps that serve a request asking for sample
+  logprobs (the worker journals how many per step); in every other step the site counts.
+
 Example::
 
     profile = "cuda"
@@ -38,7 +48,7 @@ from syncgate.tomlfile import read_toml, reject_unknown_keys
 RUNNERS = ("v1", "v2", "*")
 _LIMIT_TABLES = ("default", *(k.value for k in StepKind if k is not StepKind.OUTSIDE))
 _BUDGET_KEYS = {"runner", "speculation", "note", "limits", "allow"}
-_ALLOW_KEYS = {"site", "kind", "api", "reason", "max_per_step"}
+_ALLOW_KEYS = {"site", "kind", "api", "reason", "max_per_step", "overrides", "logprobs_only"}
 
 
 @dataclass(frozen=True)
@@ -50,13 +60,21 @@ class AllowRule:
     kind: str | None = None
     api: str | None = None
     max_per_step: int | None = None  # by design once per step: a second wait there counts
+    overrides: bool = False  # also the overrides of the named method in subclasses (same role)
+    logprobs_only: bool = False  # only in steps serving a request that asked for logprobs
 
-    def matches(self, event: SyncEvent) -> bool:
+    def matches(self, event: SyncEvent, logprob_step: bool = False) -> bool:
+        if self.logprobs_only and not logprob_step:
+            return False
         if self.kind is not None and event.kind.value != self.kind:
             return False
         if self.api is not None and not fnmatch.fnmatchcase(event.api, self.api):
             return False
-        return fnmatch.fnmatchcase(event.site.symbol, self.site)
+        if fnmatch.fnmatchcase(event.site.symbol, self.site):
+            return True
+        return self.overrides and any(
+            fnmatch.fnmatchcase(symbol, self.site) for symbol in event.site.overrides
+        )
 
     def matches_symbol(self, symbol: str, kind: str | None = None) -> bool:
         """For the static scan, which knows a site's symbol and kind but no API call."""
@@ -82,9 +100,6 @@ class Budget:
         if sync_kind in table:
             return table[sync_kind]
         return self.limits.get("default", {}).get(sync_kind, 0)
-
-    def allowed_by(self, event: SyncEvent) -> AllowRule | None:
-        return next((rule for rule in self.allow if rule.matches(event)), None)
 
     @property
     def label(self) -> str:
@@ -214,7 +229,15 @@ def _parse_allow(rule: Any, where: str, source: str) -> AllowRule:
     cap = rule.get("max_per_step")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         raise BudgetError(source, f"{where}.max_per_step", f"must be a positive integer, got {cap!r}")
-    return AllowRule(site=site, reason=reason, kind=kind, api=api, max_per_step=cap)
+    flags = {}
+    for key in ("overrides", "logprobs_only"):
+        flags[key] = rule.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise BudgetError(source, f"{where}.{key}", f"must be true or false, got {flags[key]!r}")
+    if flags["overrides"] and (kind is None or cap is None):
+        raise BudgetError(source, f"{where}.overrides", "needs kind and max_per_step: an override "
+                          "may wait only the way the method it overrides does, as often")
+    return AllowRule(site=site, reason=reason, kind=kind, api=api, max_per_step=cap, **flags)
 
 
 def _as_list(value: Any, where: str, source: str) -> Iterable[Any]:

@@ -2,7 +2,8 @@
 
 A call site is the first frame outside torch and syncgate, because that is the line an engineer
 has to change. It carries ``module:qualname`` so allow-lists survive line-number drift between
-upstream versions.
+upstream versions, and, when the frame runs a method, the same-named methods that method overrides
+along ``type(self).__mro__`` (so an allow rule may cover a method's overrides in subclasses).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import enum
 import sys
 from dataclasses import dataclass
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 
@@ -52,6 +53,9 @@ class StepKind(str, enum.Enum):
 
 
 SYNC_KINDS: tuple[str, ...] = tuple(k.value for k in SyncKind)
+# Step meta key: how many of the step's requests asked for sample logprobs (absent: none, or a
+# runner whose batch the backend cannot read). Budgets' ``logprobs_only`` rules apply only there.
+LOGPROB_REQS = "logprob_reqs"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class CallSite:
     function: str
     module: str = ""
     qualname: str = ""
+    # ``module:qualname`` of the same-named methods this frame's method overrides, nearest first
+    overrides: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.function}"
@@ -81,11 +87,66 @@ class CallSite:
             function=code.co_name,
             module=str(frame.f_globals.get("__name__", "")),
             qualname=getattr(code, "co_qualname", code.co_name),
+            overrides=_frame_overrides(frame),
         )
 
     @classmethod
     def unknown(cls) -> CallSite:
         return cls(file="<unknown>", line=0, function="<unknown>")
+
+
+_OVERRIDES: dict[tuple[type, CodeType], tuple[str, ...]] = {}
+
+
+def overridden_methods(cls: type, code: CodeType) -> tuple[str, ...]:
+    """What the method with ``code`` overrides when called on a ``cls`` instance.
+
+    The class along ``cls.__mro__`` that defines the method by this very code object (looking
+    through ``functools.wraps`` wrappers) is its owner; the same-named methods of the classes after
+    it are what it overrides, each named like a call site in it would be (the function's
+    ``module:qualname``). A function that no class in the MRO defines (bound to one instance, a
+    free function) overrides nothing. Cached per (class, code).
+    """
+    key = (cls, code)
+    found = _OVERRIDES.get(key)
+    if found is None:
+        name = code.co_name
+        mro = cls.__mro__
+        owner = next((i for i, c in enumerate(mro) if _innermost(vars(c).get(name), code)), None)
+        found = () if owner is None else tuple(
+            _symbol(_innermost(vars(base)[name]), base, name)
+            for base in mro[owner + 1:] if name in vars(base)
+        )
+        _OVERRIDES[key] = found
+    return found
+
+
+def _innermost(attr: Any, code: CodeType | None = None) -> Any:
+    """The function under ``functools.wraps`` layers, or (given ``code``) the layer running it."""
+    for _ in range(8):  # a few layers at most
+        inner = getattr(attr, "__wrapped__", None)
+        if code is not None and getattr(attr, "__code__", None) is code:
+            return attr
+        if inner is None:
+            return None if code is not None else attr
+        attr = inner
+    return None
+
+
+def _symbol(fn: Any, cls: type, name: str) -> str:
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str):
+        return f"{module}:{qualname}"
+    return f"{cls.__module__}:{cls.__qualname__}.{name}"
+
+
+def _frame_overrides(frame: FrameType) -> tuple[str, ...]:
+    """:func:`overridden_methods` for the method a frame runs, from its first argument's type."""
+    code = frame.f_code
+    if not code.co_argcount:
+        return ()
+    first = frame.f_locals.get(code.co_varnames[0])
+    return () if first is None else overridden_methods(type(first), code)
 
 
 _SKIPPED_PREFIXES = ("torch", "syncgate", "contextlib", "functools", "typing")
@@ -139,6 +200,7 @@ class SyncEvent:
                 "function": site.function,
                 "module": site.module,
                 "qualname": site.qualname,
+                "overrides": list(site.overrides),
                 "where": str(site),
             },
             "step": self.step,
@@ -150,6 +212,7 @@ class SyncEvent:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SyncEvent:
         site = {k: v for k, v in data["site"].items() if k != "where"}
+        site["overrides"] = tuple(site.get("overrides", ()))
         return cls(
             kind=SyncKind(data["kind"]),
             api=data["api"],

@@ -27,8 +27,44 @@ class SyncHeavyRunner:
         return sampled_token_ids.tolist()
 
 
-MUTANTS: dict[str, dict[str, Callable[..., Any]]] = {
-    "sync_heavy_to_list": {"_to_list": SyncHeavyRunner._to_list},
+class WrappingToList:
+    """A subclass override of ``_to_list`` that keeps the runner's own transfer wait and adds a
+    device-wide synchronize in front of it.
+
+    It is an override in the MRO sense (mixed in ahead of the runner's class), so an allow rule
+    with ``overrides = true`` on ``_to_list`` sees it as an override of that method: the gate must
+    still count the synchronize it adds.
+    """
+
+    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
+        torch.accelerator.synchronize()
+        return super()._to_list(sampled_token_ids)  # type: ignore[misc]
+
+
+def _bind(methods: dict[str, Callable[..., Any]]) -> Callable[[Any], None]:
+    """Replace methods on one runner instance (its class and other runners stay intact)."""
+
+    def apply(runner: Any) -> None:
+        for attr, fn in methods.items():
+            setattr(runner, attr, types.MethodType(fn, runner))
+
+    return apply
+
+
+def _subclass(mixin: type) -> Callable[[Any], None]:
+    """Make one runner instance of a subclass that puts ``mixin``'s overrides ahead of its class."""
+
+    def apply(runner: Any) -> None:
+        cls = type(runner)
+        runner.__class__ = type(f"{mixin.__name__}{cls.__name__}", (mixin, cls),
+                                {"__module__": __name__})
+
+    return apply
+
+
+MUTANTS: dict[str, Callable[[Any], None]] = {
+    "sync_heavy_to_list": _bind({"_to_list": SyncHeavyRunner._to_list}),
+    "wrapping_to_list": _subclass(WrappingToList),
 }
 
 
@@ -40,6 +76,5 @@ def check_mutant(name: str) -> str:
 
 
 def apply_mutant(runner: Any, name: str) -> None:
-    """Replace methods on one runner instance (its class and other runners stay intact)."""
-    for attr, fn in MUTANTS[check_mutant(name)].items():
-        setattr(runner, attr, types.MethodType(fn, runner))
+    """Turn one runner instance into the mutant ``name``."""
+    MUTANTS[check_mutant(name)](runner)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncgate.audit.budgets import AllowRule, Budget
-from syncgate.audit.events import SYNC_KINDS, StepKind
+from syncgate.audit.events import LOGPROB_REQS, SYNC_KINDS, StepKind
 from syncgate.audit.ledger import Step
 
 
@@ -83,8 +83,9 @@ def evaluate(steps: Sequence[Step], budget: Budget) -> Verdict:
         counted: Counter[str] = Counter()
         sites: dict[str, Counter[str]] = {}
         used: Counter[AllowRule] = Counter()
+        logprob_step = bool(step.meta.get(LOGPROB_REQS))
         for event in step.events:
-            rule = budget.allowed_by(event)
+            rule = budget.allowed_by(event, logprob_step)
             if rule is not None and (rule.max_per_step is None or used[rule] < rule.max_per_step):
                 used[rule] += 1
                 allowed[event.site.symbol] += 1

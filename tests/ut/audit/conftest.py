@@ -50,12 +50,13 @@ class SamplerOutput:
     logprobs_tensors: tuple[torch.Tensor, ...] | None = None
 
 
-def make_cpu_runner_module(vllm_cpu):
-    """A module named like vLLM's CPU runner module, holding a runner-shaped class."""
+def make_cpu_runner_module(vllm_cpu, base=object):
+    """A module named like vLLM's CPU runner module, holding a runner-shaped class (derived from
+    ``base``: vLLM's ``GPUModelRunner`` where a test needs the real class hierarchy)."""
     module = types.ModuleType(vllm_cpu.__name__)
     module._torch_cuda_wrapper = vllm_cpu._torch_cuda_wrapper
 
-    class CPUModelRunner:
+    class CPUModelRunner(base):
         _to_list = vllm_cpu.CPUModelRunner._to_list
         _sync_device = vllm_cpu.CPUModelRunner._sync_device
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import torch
 
 from syncgate.audit.backends.steps import classify_step
-from syncgate.audit.events import CallSite, SyncKind, caller_site
+from syncgate.audit.events import LOGPROB_REQS, CallSite, SyncKind, caller_site
 from syncgate.audit.ledger import Ledger, Step
 from syncgate.patching import Patches
 
@@ -260,6 +260,7 @@ class AuditBackend:
             except BaseException as exc:
                 backend.end_step(error=type(exc).__name__)
                 raise
+            backend.note_logprob_requests(runner, scheduler_output)
             if output is not None:  # no sample_tokens follows (empty step, pooling, PP send)
                 backend.end_step()
             return output
@@ -291,6 +292,21 @@ class AuditBackend:
         return self.counted(fn, SyncKind.DEVICE_SYNC, "runner._sync_device")
 
     # --- steps -------------------------------------------------------------------------------
+    def note_logprob_requests(self, runner: Any, scheduler_output: Any) -> None:
+        """Put in the open step's meta how many of its requests asked for sample logprobs.
+
+        Read after ``execute_model`` has updated the runner's batch (V1 and vllm-ascend's V1 keep
+        ``input_batch.num_logprobs``); budgets allow the logprob readbacks only in such steps.
+        """
+        wanted = getattr(getattr(runner, "input_batch", None), "num_logprobs", None)
+        step = self.ledger.current_step
+        if not wanted or step is None:
+            return
+        scheduled = getattr(scheduler_output, "num_scheduled_tokens", None) or {}
+        count = sum(1 for req_id in scheduled if req_id in wanted)
+        if count:
+            step.meta[LOGPROB_REQS] = count
+
     def capture(self) -> Any:
         """Around each runner call of a step: device backends arm their sync detector here."""
         return _NO_CAPTURE

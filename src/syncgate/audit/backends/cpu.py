@@ -31,12 +31,13 @@ import functools
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
 
 from syncgate.audit.backends.base import AuditBackend, function_site
-from syncgate.audit.events import SyncKind
+from syncgate.audit.events import CallSite, SyncKind, overridden_methods
 from syncgate.audit.ledger import Step
 
 CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
@@ -137,13 +138,20 @@ class CpuBackend(AuditBackend):
         return marking
 
     def _transfer_stand_in(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The wait is recorded at the method's definition, with what it overrides in the
+        runner's class (``GPUModelRunner._to_list``), so an ``overrides`` rule can name vLLM's."""
         backend = self
         site = function_site(fn)
+        sites: dict[type, CallSite] = {}
         api = "transfer_event.synchronize (CPU stand-in: CPUModelRunner._to_list)"
 
         @functools.wraps(fn)
         def _to_list(runner: Any, *args: Any, **kwargs: Any) -> Any:
-            backend.record(SyncKind.EVENT_SYNC, api, site=site)
+            cls = type(runner)
+            at = sites.get(cls)
+            if at is None:
+                at = sites[cls] = replace(site, overrides=overridden_methods(cls, fn.__code__))
+            backend.record(SyncKind.EVENT_SYNC, api, site=at)
             with backend.quiet():
                 return fn(runner, *args, **kwargs)
 
