@@ -91,6 +91,10 @@ class AuditDirError(SyncgateError):
     """A live-audit directory is missing, empty, or holds a journal that cannot be read."""
 
 
+class JournalFormatError(AuditDirError):
+    """A journal was written in a format version this syncgate does not read."""
+
+
 class RequestError(ServerError):
     """An HTTP request to a running server failed or returned something unusable."""
 

@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from syncgate.audit.journal import ENV_AUDIT_DIR
+
 if TYPE_CHECKING:
     from syncgate.audit.backends.session import LiveAudit
-
-ENV_AUDIT_DIR = "SYNCGATE_AUDIT_DIR"
 
 _active: LiveAudit | None = None
 

@@ -8,7 +8,6 @@ async output thread and the model thread both issue copies.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -50,22 +49,15 @@ class Step:
         )
 
 
-@dataclass(frozen=True)
-class CrossThreadHold:
-    """A copy on one thread held by another thread's blocking memcpy (the #22754 stall)."""
-
-    held_s: float
-    api: str  # the held copy
-    holder: str  # the blocking memcpy that held it
-    site: CallSite  # where the held copy was issued
-    step: int | None
-
-
 StepSink = Callable[[Step], None]
 
 
 class Ledger:
-    """Collects sync events; optionally hands each finished step to a sink (a JSONL journal)."""
+    """Collects sync events into steps, or hands each finished step to a sink (the journal).
+
+    With a sink the ledger keeps no finished step: a server may run for days, and the sink is
+    the record. Without one (tests, the simulated accelerator) it keeps every step in ``steps``.
+    """
 
     def __init__(self, on_step_end: StepSink | None = None) -> None:
         self._lock = threading.RLock()
@@ -73,15 +65,17 @@ class Ledger:
         self.steps: list[Step] = []
         self.outside: list[SyncEvent] = []
         self._open: Step | None = None
-        self.holds: list[CrossThreadHold] = []
+        self._next_index = 0
 
     # --- steps -------------------------------------------------------------------------------
     def begin_step(self, kind: StepKind = StepKind.DECODE, **meta: Any) -> Step:
         with self._lock:
             if self._open is not None:
                 self.end_step()
-            step = Step(index=len(self.steps), kind=StepKind(kind), meta=dict(meta))
-            self.steps.append(step)
+            step = Step(index=self._next_index, kind=StepKind(kind), meta=dict(meta))
+            self._next_index += 1
+            if self._on_step_end is None:
+                self.steps.append(step)
             self._open = step
             return step
 
@@ -153,23 +147,6 @@ class Ledger:
     def blocked_seconds(self) -> float:
         return sum(e.blocked_s for e in self.events)
 
-    def record_hold(self, held_s: float, api: str, *, holder: str, site: CallSite | None = None) -> None:
-        """Another thread's copy ``api`` was held ``held_s`` by a blocking memcpy (``holder``)."""
-        with self._lock:
-            step = self._open
-            self.holds.append(CrossThreadHold(
-                held_s, api, holder, site or caller_site(skip=2), step.index if step else None
-            ))
-
-    def held_seconds(self) -> float:
-        """Cross-thread cost: time other threads' copies waited for a blocking memcpy.
-
-        Kept apart from :meth:`blocked_seconds` because the thread that pays it is not the one
-        that synced; it is what vLLM #22760 removed (#22754).
-        """
-        with self._lock:
-            return sum(h.held_s for h in self.holds)
-
     def to_json(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -189,46 +166,3 @@ def _with_step(event: SyncEvent, step: Step) -> SyncEvent:
         blocked_s=event.blocked_s,
         detail=event.detail,
     )
-
-
-class JsonlJournal:
-    """Appends each finished step as one JSON line and flushes it at once.
-
-    vLLM kills its EngineCore and worker processes at shutdown, so nothing may wait for atexit.
-    """
-
-    def __init__(self, path: str, header: dict[str, Any] | None = None) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-        if header is not None:
-            self._write({"type": "header", **header})
-
-    def _write(self, obj: dict[str, Any]) -> None:
-        with self._lock:
-            self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
-            self._fh.flush()
-
-    def __call__(self, step: Step) -> None:
-        self._write({"type": "step", **step.to_json()})
-
-    def close(self) -> None:
-        with self._lock:
-            self._fh.close()
-
-
-def read_journal(path: str) -> tuple[dict[str, Any], list[Step]]:
-    """Read a journal back: its header (or ``{}``) and its steps. A torn last line is ignored."""
-    header: dict[str, Any] = {}
-    steps: list[Step] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the process was killed mid-write
-            if obj.get("type") == "header":
-                header = obj
-            elif obj.get("type") == "step":
-                steps.append(Step.from_json(obj))
-    return header, steps

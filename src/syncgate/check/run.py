@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from syncgate.audit.collect import load_audit_dir
+from syncgate.audit.journal import ENV_AUDIT_DIR, JournalCursor, clear_journals
 from syncgate.audit.ledger import Step
 from syncgate.errors import RequestError
 from syncgate.profiles import Group, Profile
@@ -21,7 +21,6 @@ from syncgate.serve.client import OpenAIClient
 from syncgate.serve.process import ManagedServer, tree_rss
 from syncgate.serve.scenarios import SCENARIOS, Context, Outcome, Scenario, load_prompts
 from syncgate.serve.vllm import SERVED_MODEL_NAME, vllm_server
-from syncgate.vllm_plugin import ENV_AUDIT_DIR
 
 Say = Callable[[str], None]
 
@@ -55,33 +54,13 @@ class GroupRun:
     speculation: bool | None = None
 
 
-class _Journal:
-    """Per-worker step counts already attributed, so each read returns only the new steps."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._seen: dict[int, int] = {}
-        self.runner: str | None = None
-        self.speculation: bool | None = None
-
-    def new_steps(self) -> list[Step]:
-        run = load_audit_dir(self.directory)
-        self.runner, self.speculation = run.runner, run.speculation
-        fresh: list[Step] = []
-        for worker in run.workers:
-            fresh += worker.steps[self._seen.get(worker.pid, 0):]
-            self._seen[worker.pid] = len(worker.steps)
-        return fresh
-
-
 class GroupSession:
     """One group's server with the audit armed; scenarios run one after another against it."""
 
     def __init__(self, profile: Profile, group: Group, model_dir: Path, work_dir: Path) -> None:
         audit_dir = work_dir / "audit" / group.name
         audit_dir.mkdir(parents=True, exist_ok=True)
-        for stale in audit_dir.glob("*.jsonl"):
-            stale.unlink()
+        clear_journals(audit_dir)
         flags = profile.group_flags(group)
         self.result = GroupRun(group, flags, work_dir / "logs" / f"{group.name}.log", audit_dir)
         env = {**os.environ, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve())}
@@ -89,7 +68,7 @@ class GroupSession:
             model_dir, flags, env=env, log_path=self.result.log_path, name=group.name,
             startup_timeout_s=profile.startup_timeout_s,
         )
-        self._journal = _Journal(audit_dir)
+        self._journal = JournalCursor(audit_dir)
         self._started = 0.0
         self._stopped = False
         short, long = load_prompts()
@@ -113,7 +92,7 @@ class GroupSession:
 
         self.result.startup_s = self.server.wait_healthy(waiting)
         say(f"[{name}] healthy after {self.result.startup_s:.1f} s on port {self.server.port}")
-        self.result.unattributed += self._journal.new_steps()
+        self.result.unattributed += self._new_steps()
         client = OpenAIClient(self.server.base_url, SERVED_MODEL_NAME, self._timeout,
                               top_logprobs=self._top_logprobs)
         self.context = Context(client, *self._prompts)
@@ -130,20 +109,23 @@ class GroupSession:
         self.result.peak_rss = max(self.result.peak_rss, tree_rss(self.server.pid))
         if error is not None:
             self.server.check_alive()  # a dead server ends the run with its log's last word
-        run.steps = self._journal.new_steps()
-        self.result.runner = self._journal.runner
-        self.result.speculation = self._journal.speculation
+        run.steps = self._new_steps()
         self.result.scenarios.append(run)
         return run
+
+    def _new_steps(self) -> list[Step]:
+        """Steps journaled since the last read; the workers' headers must name runner and mode."""
+        steps = self._journal.new_steps()
+        self.result.runner = self._journal.runner
+        self.result.speculation = self._journal.speculation
+        return steps
 
     def stop(self) -> GroupRun:
         if self._stopped:
             return self.result
         self._stopped = True
         if self.server.alive():
-            self.result.unattributed += self._journal.new_steps()
-            self.result.runner = self._journal.runner
-            self.result.speculation = self._journal.speculation
+            self.result.unattributed += self._new_steps()
         self.server.stop()
         if self._started:
             self.result.wall_s = time.monotonic() - self._started

@@ -7,7 +7,8 @@ import pytest
 from syncgate.audit.budgets import parse_budgets
 from syncgate.audit.collect import load_audit_dir
 from syncgate.audit.events import CallSite, StepKind, SyncKind
-from syncgate.audit.ledger import JsonlJournal, Ledger
+from syncgate.audit.journal import JournalWriter, journal_name
+from syncgate.audit.ledger import Ledger
 from syncgate.errors import AuditDirError
 
 SITE = CallSite(
@@ -39,11 +40,9 @@ BUDGETS = parse_budgets(
 
 
 def _journal(directory, role, pid, extra=None):
-    journal = JsonlJournal(
-        str(directory / f"{role}-{pid}.jsonl"), {"role": role, "pid": pid, "device": "cpu"}
-    )
+    journal = JournalWriter(directory / journal_name(role, pid), role=role, pid=pid, device="cpu")
     if extra:
-        journal._write({"type": "header", **extra})
+        journal.write_header(**extra)
     return journal
 
 

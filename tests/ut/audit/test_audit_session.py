@@ -79,22 +79,3 @@ def test_bad_mutant_and_unwritable_directory(tmp_path):
     blocker.write_text("")
     with pytest.raises(AuditDirError, match="cannot write audit journal"):
         LiveAudit(blocker / "audit", "cpu")
-
-
-def test_journal_lines_parse_to_the_step_json(tmp_path):
-    from syncgate.audit.backends.session import ProcessJournal
-    from syncgate.audit.events import CallSite, StepKind, SyncKind
-    from syncgate.audit.ledger import Ledger
-
-    journal = ProcessJournal(str(tmp_path / "j.jsonl"), {"role": "worker"})
-    ledger = Ledger(on_step_end=journal)
-    site = CallSite('a "quoted" file.py', 3, "f", "m", "C.f")
-    expected = []
-    for i in range(3):
-        with ledger.step(StepKind.DECODE if i else StepKind.PREFILL, n=i) as step:
-            ledger.record(SyncKind.EVENT_SYNC, "Event.synchronize", site=site, blocked_s=i / 3)
-            ledger.record(SyncKind.BLOCKING_READBACK, "x", site=site, detail="ünï\n")
-        expected.append({"type": "step", **step.to_json()})
-    journal.close()
-    lines = (tmp_path / "j.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines[1:]] == expected
