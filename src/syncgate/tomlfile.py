@@ -6,6 +6,7 @@ subtype naming the file and ``<file>`` or ``<toml>`` as the key, in one line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -14,12 +15,18 @@ from typing import Any
 import tomllib
 
 from syncgate.errors import ConfigError
+from syncgate.safeio import read_regular
 
 
 def read_toml(path: Path | Traversable, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
-    """The parsed table of ``path``; any problem raises ``error(path, key, problem)``."""
+    """The parsed table of ``path``; any problem raises ``error(path, key, problem)``.
+
+    A file on disk must be a regular file of at most ``MAX_DATA_BYTES``; nesting too deep for
+    the parser and ``nan``/``inf`` (no syncgate setting means anything with them) are errors too.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_regular(path) if isinstance(path, Path) else path.read_bytes()
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise error(path, "<file>", "does not exist") from None
     except IsADirectoryError:
@@ -29,9 +36,24 @@ def read_toml(path: Path | Traversable, error: type[ConfigError] = ConfigError) 
     except UnicodeDecodeError:
         raise error(path, "<file>", "is not UTF-8 text") from None
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text, parse_float=_finite)
     except tomllib.TOMLDecodeError as exc:
         raise error(path, "<toml>", f"syntax error: {exc}") from None
+    except _NotFinite as exc:
+        raise error(path, "<toml>", f"{exc.args[0]} is not a finite number") from None
+    except RecursionError:
+        raise error(path, "<toml>", "nested too deeply") from None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
 
 
 def reject_unknown_keys(

@@ -1,0 +1,62 @@
+"""Reading files a user or a CI log names: regular files only, bounded in size and nesting.
+
+A path on the command line or in a profile may be a FIFO (opening it blocks until a writer
+comes), a device (``/dev/zero`` never ends) or a huge file; a JSON or TOML document may nest
+thousands deep and exhaust the recursion limit. Everything here turns those into ``OSError``
+(with a ``strerror`` the callers already print) or ``ValueError`` (the type JSON parsers raise),
+so each reader keeps its own one-line error and names its own input.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import IO, Any
+
+#: The largest data file (profile, budget, config, marker) read whole.
+MAX_DATA_BYTES = 16 << 20
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, socket or device, not a regular file."""
+
+
+class TooLarge(OSError):
+    """The file is larger than the reader allows."""
+
+
+def open_regular(path: str | Path) -> IO[bytes]:
+    """Open ``path`` for binary reading if it is a regular file (never blocks on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | Path, limit: int = MAX_DATA_BYTES) -> bytes:
+    """The bytes of regular file ``path``; :class:`TooLarge` past ``limit`` bytes."""
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(errno.EFBIG, f"larger than {limit} bytes", str(path))
+    return data
+
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads``, with nesting past the recursion limit a ``JSONDecodeError`` too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        doc = text if isinstance(text, str) else text[:80].decode("utf-8", "replace")
+        raise json.JSONDecodeError("nested too deeply", doc, 0) from None
