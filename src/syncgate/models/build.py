@@ -19,6 +19,7 @@ from typing import Any
 
 from syncgate.errors import ModelDirError
 from syncgate.models.recipe import Recipe, cached_model_dir
+from syncgate.safeio import json_loads, read_regular
 
 MARKER = "syncgate-model.json"
 _REQUIRED = ("config.json", "tokenizer.json", "tokenizer_config.json")
@@ -169,14 +170,27 @@ def inspect_model_dir(path: str | Path) -> ModelInfo:
         raise ModelDirError(f"{model_dir}: not a model directory (missing {', '.join(missing)})")
     if not any(model_dir.glob("*.safetensors")):
         raise ModelDirError(f"{model_dir}: no *.safetensors weights")
-    try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelDirError(f"{model_dir}/config.json: not valid JSON ({exc})") from None
+    config = _read_json(model_dir / "config.json")
     if not isinstance(config, dict) or not config.get("architectures"):
         raise ModelDirError(f"{model_dir}/config.json: no 'architectures' entry")
     marker = model_dir / MARKER
-    if marker.is_file():
-        data = json.loads(marker.read_text(encoding="utf-8"))
-        return ModelInfo(model_dir, data["recipe"], data["digest"], data["files"])
-    return ModelInfo(model_dir, "external", "", {})
+    if not marker.is_file():
+        return ModelInfo(model_dir, "external", "", {})
+    data = _read_json(marker)
+    fields = ("recipe", "digest", "files")
+    missing = [key for key in fields if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise ModelDirError(f"{marker}: not a syncgate model marker (no {missing[0]!r})")
+    if not isinstance(data["files"], dict):
+        raise ModelDirError(f"{marker}: 'files' must be an object")
+    return ModelInfo(model_dir, str(data["recipe"]), str(data["digest"]), data["files"])
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file of the model directory; a one-line ModelDirError if it cannot be read."""
+    try:
+        return json_loads(read_regular(path))
+    except OSError as exc:
+        raise ModelDirError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelDirError(f"{path}: not valid JSON ({exc})") from None
