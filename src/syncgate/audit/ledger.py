@@ -49,6 +49,17 @@ class Step:
         )
 
 
+@dataclass(frozen=True)
+class CrossThreadHold:
+    """A copy on one thread held by another thread's blocking memcpy (the #22754 stall)."""
+
+    held_s: float
+    api: str  # the held copy
+    holder: str  # the blocking memcpy that held it
+    site: CallSite  # where the held copy was issued
+    step: int | None
+
+
 StepSink = Callable[[Step], None]
 
 
@@ -65,6 +76,7 @@ class Ledger:
         self.steps: list[Step] = []
         self.outside: list[SyncEvent] = []
         self._open: Step | None = None
+        self.holds: list[CrossThreadHold] = []
         self._next_index = 0
 
     # --- steps -------------------------------------------------------------------------------
@@ -146,6 +158,23 @@ class Ledger:
 
     def blocked_seconds(self) -> float:
         return sum(e.blocked_s for e in self.events)
+
+    def record_hold(self, held_s: float, api: str, *, holder: str, site: CallSite | None = None) -> None:
+        """Another thread's copy ``api`` was held ``held_s`` by a blocking memcpy (``holder``)."""
+        with self._lock:
+            step = self._open
+            self.holds.append(CrossThreadHold(
+                held_s, api, holder, site or caller_site(skip=2), step.index if step else None
+            ))
+
+    def held_seconds(self) -> float:
+        """Cross-thread cost: time other threads' copies waited for a blocking memcpy.
+
+        Kept apart from :meth:`blocked_seconds` because the thread that pays it is not the one
+        that synced; it is what vLLM #22760 removed (#22754).
+        """
+        with self._lock:
+            return sum(h.held_s for h in self.holds)
 
     def to_json(self) -> dict[str, Any]:
         with self._lock:
