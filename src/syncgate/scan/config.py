@@ -18,9 +18,13 @@ from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods"),
-    "guards": ("speculation", "async_scheduling", "warmup", "warmup_functions", "allowed_contexts"),
+    "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
+               "warmup_functions", "allowed_contexts"),
     "values": ("host", "device"),
 }
+
+# Keys added after the first release: a config written before them stays valid.
+_OPTIONAL = frozenset({"one_without_speculation"})
 
 
 class Patterns:
@@ -43,6 +47,7 @@ class ScanConfig:
     entry_classes: Patterns
     entry_methods: tuple[str, ...]
     speculation: Patterns
+    one_without_speculation: Patterns
     async_scheduling: Patterns
     warmup: Patterns
     warmup_functions: Patterns
@@ -69,7 +74,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
             raise ConfigError(source, table, "missing table")
         reject_unknown_keys(section, keys, where=table, source=source)
         for key in keys:
-            raw = section.get(key)
+            raw = section.get(key, [] if key in _OPTIONAL else None)
             if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
                 raise ConfigError(source, f"{table}.{key}", "must be a list of non-empty strings")
             values[key] = tuple(raw)
@@ -80,6 +85,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         entry_classes=Patterns(values["classes"]),
         entry_methods=values["methods"],
         speculation=Patterns(values["speculation"]),
+        one_without_speculation=Patterns(values["one_without_speculation"]),
         async_scheduling=Patterns(values["async_scheduling"]),
         warmup=Patterns(values["warmup"]),
         warmup_functions=Patterns(values["warmup_functions"]),

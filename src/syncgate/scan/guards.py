@@ -1,12 +1,14 @@
 """Whether a branch runs in the configuration the gate protects, and if not, what skips it.
 
-The gate protects the non-speculative decode loop of a warmed-up server with async scheduling
-on. A condition is evaluated in three-valued logic under exactly those assumptions: names that
-mean speculation are falsy (``self.speculator is not None`` is False, ``num_spec_tokens > 0`` is
-False), names that mean async scheduling are truthy, names that mean warm-up are falsy;
-everything else is unknown. A branch whose condition is False there is guarded, and the name
-that made it False gives the guard's category. Unknown conditions guard nothing: a sync behind
-``if logprobs is not None`` still runs on some decode steps.
+The gate protects the decode loop of a warmed-up server in its default mode: no speculation and
+async scheduling off. A guard category means "runs only when X is on", so a condition is
+evaluated in three-valued logic with every mode name falsy: ``self.speculator is not None`` is
+False, ``num_spec_tokens > 0`` is False, ``self.use_async_scheduling`` is False (a sync under
+``not use_async_scheduling`` runs by default and is not guarded), warm-up names are False, and a
+name that is 1 without drafts (``max_gen_len``) compares equal to 1; everything else is unknown.
+A branch whose condition is False there is guarded, and the name that made it False gives the
+guard's category. Unknown conditions guard nothing: a sync behind ``if logprobs is not None``
+still runs on some decode steps. By-design waits pass through allow-lists, never through a guard.
 """
 
 from __future__ import annotations
@@ -130,6 +132,17 @@ class GuardEvaluator:
         return self.atom(test)
 
     def _compare(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+        if (
+            isinstance(left, ast.Name | ast.Attribute)
+            and self.config.one_without_speculation.match(_chain(left)[-1])
+            and isinstance(right, ast.Constant)
+            and right.value == 1
+        ):
+            # max_gen_len == 1: one token per request unless drafts were verified
+            if isinstance(op, ast.Eq | ast.LtE):
+                return Truth(True, Guard.SPECULATION)
+            if isinstance(op, ast.NotEq | ast.Gt):
+                return Truth(False, Guard.SPECULATION)
         subject = self.atom(left)
         if subject.value is None:
             return UNKNOWN
@@ -179,7 +192,7 @@ class GuardEvaluator:
             if self.config.warmup.match(name):
                 return Truth(False, Guard.WARMUP)
         if self.config.async_scheduling.match(names[-1]):
-            return Truth(True, Guard.ASYNC_SCHEDULING)
+            return Truth(False, Guard.ASYNC_SCHEDULING)
         return UNKNOWN
 
 
@@ -189,6 +202,7 @@ class GuardEvaluator:
             config.speculation.match(name)
             or config.warmup.match(name)
             or config.async_scheduling.match(name)
+            or config.one_without_speculation.match(name)
         )
 
 

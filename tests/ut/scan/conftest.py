@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -56,3 +57,22 @@ def scan_json(run_scan: Callable[..., tuple[int, str, str]]) -> Callable[..., tu
         return code, json.loads(out)
 
     return run
+
+
+_MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)")
+
+
+@pytest.fixture
+def expected_sites() -> Callable[[Path], set[tuple[str, int, str, str]]]:
+    """``(file name, line, kind, guard)`` of every line marked ``# expect: KIND GUARD``."""
+
+    def marked(path: Path) -> set[tuple[str, int, str, str]]:
+        found = set()
+        for file in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            for number, line in enumerate(file.read_text().splitlines(), start=1):
+                match = _MARKER.search(line)
+                if match:
+                    found.add((file.name, number, match.group(1), match.group(2)))
+        return found
+
+    return marked

@@ -29,16 +29,21 @@ def truth(expression: str, facts: Facts | None = None) -> tuple[bool | None, str
         ("self.speculative_config.method == 'eagle'", (False, "speculation")),
         ("num_spec_tokens < 2", (None, None)),  # numeric comparisons other than with 0/1
         ("isinstance(self.drafter, object)", (False, "speculation")),
-        ("not self.use_async_scheduling", (False, "async_scheduling")),
-        ("self.scheduler_config.async_scheduling", (True, "async_scheduling")),
+        # polarity: a guard means "runs only when X is on"; async scheduling is off by default
+        ("not self.use_async_scheduling", (True, "async_scheduling")),
+        ("self.scheduler_config.async_scheduling", (False, "async_scheduling")),
+        ("max_gen_len == 1", (True, "speculation")),  # one token per request without drafts
+        ("max_gen_len != 1", (False, "speculation")),
+        ("max_gen_len > 1", (False, "speculation")),
         ("is_profile", (False, "warmup")),
         ("self.use_async_scheduling and self.speculator is not None", (False, "speculation")),
-        ("self.speculator is not None or not self.use_async_scheduling", (False, "speculation")),
+        ("self.speculator is not None or not self.use_async_scheduling", (True, "async_scheduling")),
         ("self.speculator is None or logprobs", (True, "speculation")),
         ("logprobs is not None", (None, None)),
         ("self.kv_cache_spec is not None", (None, None)),  # "spec" alone is not speculation
         ("self.speculator is not None and logprobs", (False, "speculation")),
-        ("logprobs and self.use_async_scheduling", (None, None)),
+        ("logprobs and self.use_async_scheduling", (False, "async_scheduling")),
+        ("logprobs or not self.use_async_scheduling", (True, "async_scheduling")),
     ],
 )
 def test_condition_in_the_protected_configuration(expression, expected):

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from syncgate.scan.callgraph import scan
 
-MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)")
 
-
-def expected_sites(directory: Path) -> set[tuple[str, int, str, str]]:
-    found = set()
-    for file in sorted(directory.glob("*.py")):
-        for number, line in enumerate(file.read_text().splitlines(), start=1):
-            match = MARKER.search(line)
-            if match:
-                found.add((file.name, number, match.group(1), match.group(2)))
-    return found
-
-
-def test_rules_fixture_reports_exactly_the_marked_sites(scan_data):
+def test_rules_fixture_reports_exactly_the_marked_sites(scan_data, expected_sites):
     rules = scan_data / "rules"
     result = scan([str(rules)], entries=["RulesModelRunner.execute_model"])
     reported = {(Path(f.file).name, f.line, f.kind, f.guard) for f in result.findings}

@@ -107,11 +107,11 @@ class RulesModelRunner(RunnerBase):
             sampled.tolist()  # expect: blocking_readback speculation
         drafts = sampled.tolist() if self.speculator else []  # expect: blocking_readback speculation
         if not self.use_async_scheduling:
-            sampled.tolist()  # expect: blocking_readback async_scheduling
+            sampled.tolist()  # expect: blocking_readback none
         else:
-            sampled.cpu()  # expect: blocking_readback none
+            sampled.cpu()  # expect: blocking_readback async_scheduling
         if self.prepare_event is not None:
-            self.prepare_event.synchronize()  # expect: event_sync none
+            self.prepare_event.synchronize()  # expect: event_sync async_scheduling
         with gpu_sync_allowed():
             sampled.item()  # expect: blocking_readback allowed
         needs_wait = self.speculator is not None and not self.use_async_scheduling
