@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 from _table import RESULTS, emit
-from syncgate.containers.engine import Engine
+from syncgate.containers.local_docker import Engine
 
 REPO = Path(__file__).resolve().parents[1]
 TAG = "syncgate-cpu:local"

@@ -48,7 +48,7 @@ print(len(log.failures), log.tests_seen, elapsed,
 RERUN_SCRIPT = r"""
 import sys, time
 from pathlib import Path
-from syncgate.repro.engine import RerunConfig, reproduce
+from syncgate.repro.reproduce import RerunConfig, reproduce
 from syncgate.repro.logs import parse_log
 from syncgate.repro.runner import LocalRunner
 log = parse_log(sys.argv[1])

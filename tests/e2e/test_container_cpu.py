@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.containers.engine import Engine
+from syncgate.containers.local_docker import Engine
 from syncgate.environment import parse_header
 from syncgate.errors import EnvironmentProblem
 

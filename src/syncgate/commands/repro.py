@@ -14,9 +14,9 @@ from pathlib import Path
 from syncgate.environment import header_differences, local_versions
 from syncgate.errors import EXIT_OK, UsageError
 from syncgate.lifeline import signals_as_interrupt
-from syncgate.repro.engine import RerunConfig, reproduce
 from syncgate.repro.logs import parse_log
 from syncgate.repro.report import ReproReport, to_terminal, write_reports
+from syncgate.repro.reproduce import RerunConfig, reproduce
 from syncgate.repro.runner import LocalRunner, Runner, remove_stale_temp_dirs
 from syncgate.repro.stats import runs_needed
 

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from syncgate.errors import LogParseError
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 
 _COLLECTION_MESSAGES = ("collection failure", "collection error")
 
@@ -51,10 +51,10 @@ def _testcase(case: ET.Element, log: CiLog, suite: str) -> None:
     message = problem.get("message", "")
     if problem.tag == "error" and message in _COLLECTION_MESSAGES:
         path = classname if classname else name.replace(".", "/") + ".py"
-        log.failures.append(CiFailure(path, Outcome.COLLECTION_ERROR, suite,
+        log.failures.append(CiFailure(path, CiOutcome.COLLECTION_ERROR, suite,
                                       detail=message, address=(classname, name)))
         return
-    outcome = Outcome.FAILED if problem.tag == "failure" else Outcome.ERROR
+    outcome = CiOutcome.FAILED if problem.tag == "failure" else CiOutcome.ERROR
     file = case.get("file")
     nodeid = _xunit1_nodeid(file, classname, name) if file else None
     address = None if nodeid else (classname, name)

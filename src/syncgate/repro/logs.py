@@ -21,7 +21,7 @@ from typing import IO
 
 from syncgate.environment import parse_header
 from syncgate.errors import LogParseError
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 
 #: How many tests run before a failure on the same worker are remembered for order replay.
 DEFAULT_PREDECESSORS = 50
@@ -113,14 +113,15 @@ class TextScanner:
         self.saw_tests = True
         self.log.tests_seen += 1
         if outcome == "FAILED" or outcome == "ERROR":
-            self._fail(nodeid, Outcome.FAILED if outcome == "FAILED" else Outcome.ERROR, worker)
+            self._fail(nodeid, CiOutcome.FAILED if outcome == "FAILED" else CiOutcome.ERROR, worker)
         recent = self._recent.get(worker)
         if recent is None:
             recent = self._recent[worker] = deque(maxlen=self._keep)
         recent.append(nodeid)
 
-    def _fail(self, nodeid: str, outcome: Outcome, worker: str = "main", detail: str = "") -> None:
-        if self._suite_file is not None and outcome is not Outcome.COLLECTION_ERROR:
+    def _fail(self, nodeid: str, outcome: CiOutcome, worker: str = "main",
+              detail: str = "") -> None:
+        if self._suite_file is not None and outcome is not CiOutcome.COLLECTION_ERROR:
             self._suite_file_failures += 1
         known = self._found.get(nodeid)
         if known is not None:
@@ -208,7 +209,7 @@ class TextScanner:
             return
         m = _COLLECTING.match(line)
         if m:
-            self._fail(m.group(1), Outcome.COLLECTION_ERROR, detail="error collecting")
+            self._fail(m.group(1), CiOutcome.COLLECTION_ERROR, detail="error collecting")
             return
         if " in " in line and _COUNTS.match(line):
             self._counts(line)
@@ -233,11 +234,11 @@ class TextScanner:
             return False
         if "::" not in nodeid:
             if kind == "ERROR":
-                self._fail(nodeid, Outcome.COLLECTION_ERROR, detail=_message(rest, nodeid))
+                self._fail(nodeid, CiOutcome.COLLECTION_ERROR, detail=_message(rest, nodeid))
                 return True
             if not self._in_summary:
                 return False
-        self._fail(nodeid, Outcome.FAILED if kind == "FAILED" else Outcome.ERROR,
+        self._fail(nodeid, CiOutcome.FAILED if kind == "FAILED" else CiOutcome.ERROR,
                    detail=_message(rest, nodeid))
         return True
 
@@ -257,7 +258,7 @@ class TextScanner:
         if status == "FAILED" and self._suite_file_failures == 0:
             # The file failed but no test inside it was reported (crash, timeout, collection):
             # the whole file is the unit to rerun.
-            outcome = Outcome.COLLECTION_ERROR if code in ("2", "4") else Outcome.FAILED
+            outcome = CiOutcome.COLLECTION_ERROR if code in ("2", "4") else CiOutcome.FAILED
             self._fail(path, outcome, detail=f"file exited with code {code}")
         self._suite_file = None
         self.saw_end = True
@@ -380,7 +381,7 @@ def scan_reportlog(lines: Iterable[str], log: CiLog, source: str) -> None:
             nodeid = str(record.get("nodeid", ""))
             if nodeid and nodeid not in found:
                 found.add(nodeid)
-                log.failures.append(CiFailure(nodeid, Outcome.COLLECTION_ERROR,
+                log.failures.append(CiFailure(nodeid, CiOutcome.COLLECTION_ERROR,
                                               detail="error collecting"))
         elif kind == "TestReport":
             nodeid = str(record.get("nodeid", ""))
@@ -391,7 +392,7 @@ def scan_reportlog(lines: Iterable[str], log: CiLog, source: str) -> None:
                 log.tests_seen += 1
             if record.get("outcome") == "failed" and nodeid not in found:
                 found.add(nodeid)
-                outcome = Outcome.FAILED if when == "call" else Outcome.ERROR
+                outcome = CiOutcome.FAILED if when == "call" else CiOutcome.ERROR
                 log.failures.append(CiFailure(nodeid, outcome, "", worker, tuple(queue),
                                               f"failed in {when}"))
             if when == "teardown" and (not queue or queue[-1] != nodeid):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class Outcome(str, enum.Enum):
+class CiOutcome(str, enum.Enum):
     """How a test went wrong in CI."""
 
     FAILED = "failed"  # the test body failed
@@ -31,7 +31,7 @@ class CiFailure:
     """
 
     nodeid: str
-    outcome: Outcome
+    outcome: CiOutcome
     job: str = ""
     worker: str = "main"
     predecessors: tuple[str, ...] = ()

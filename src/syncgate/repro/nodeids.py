@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from syncgate.repro.junit import junit_address
 from syncgate.repro.logs import TextScanner, clean_line
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 from syncgate.repro.runner import Runner, check_exit
 
 _COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$")
@@ -51,7 +51,7 @@ class LocalTree:
 
     def resolve(self, failure: CiFailure) -> str:
         """The local node id for a failure (xunit2 addresses are mapped through the tree)."""
-        if failure.address is not None and failure.outcome is not Outcome.COLLECTION_ERROR:
+        if failure.address is not None and failure.outcome is not CiOutcome.COLLECTION_ERROR:
             return self.by_address.get(failure.address, failure.nodeid)
         return failure.nodeid
 
@@ -81,7 +81,7 @@ def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
             reasons[current] = line[4:].strip()  # the last E line is the exception itself
         scanner.feed(line)
     errors = {f.nodeid: reasons.get(f.nodeid) or f.detail or "error collecting"
-              for f in errors_log.failures if f.outcome is Outcome.COLLECTION_ERROR}
+              for f in errors_log.failures if f.outcome is CiOutcome.COLLECTION_ERROR}
     return nodeids, errors
 
 

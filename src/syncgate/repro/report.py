@@ -16,11 +16,11 @@ from typing import Any
 
 from syncgate import junit_writer
 from syncgate.reportfiles import printable, write_all
-from syncgate.repro.engine import RunResult, TestVerdict, Verdict
 from syncgate.repro.model import CiLog
+from syncgate.repro.reproduce import ReproVerdict, RunResult, TestVerdict
 
-_ORDER = [Verdict.BROKEN, Verdict.ORDER_DEPENDENT, Verdict.FLAKY, Verdict.ENVIRONMENT,
-          Verdict.MISSING, Verdict.NOT_REPRODUCED]
+_ORDER = [ReproVerdict.BROKEN, ReproVerdict.ORDER_DEPENDENT, ReproVerdict.FLAKY,
+          ReproVerdict.ENVIRONMENT, ReproVerdict.MISSING, ReproVerdict.NOT_REPRODUCED]
 
 
 @dataclass
@@ -36,7 +36,7 @@ class ReproReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(v.verdict is Verdict.BROKEN for v in self.verdicts) else 0
+        return 1 if any(v.verdict is ReproVerdict.BROKEN for v in self.verdicts) else 0
 
     def sorted(self) -> list[TestVerdict]:
         return sorted(self.verdicts, key=lambda v: (_ORDER.index(v.verdict), v.nodeid))
@@ -50,18 +50,18 @@ def evidence(v: TestVerdict, confidence: float) -> str:
     """One line saying what the reruns showed for ``v``."""
     level = f"{100 * confidence:.0f}%"
     done = sum(r.outcome != "skipped" for r in v.runs)
-    if v.verdict is Verdict.BROKEN:
+    if v.verdict is ReproVerdict.BROKEN:
         assert v.interval is not None
         return (f"failed {v.failures}/{done} runs (rate {_pct(v.interval[0])}–"
                 f"{_pct(v.interval[1])} at {level})")
-    if v.verdict is Verdict.FLAKY:
+    if v.verdict is ReproVerdict.FLAKY:
         assert v.interval is not None
         return (f"failed {v.failures}/{done} runs, rate {_pct(v.failures / done)} "
                 f"({level} interval {_pct(v.interval[0])}–{_pct(v.interval[1])})")
-    if v.verdict is Verdict.ORDER_DEPENDENT:
+    if v.verdict is ReproVerdict.ORDER_DEPENDENT:
         return (f"0/{done} alone; failed {v.replay_failures}/{len(v.replays)} after its "
                 f"{len(v.predecessors)} CI predecessor(s)")
-    if v.verdict is Verdict.NOT_REPRODUCED:
+    if v.verdict is ReproVerdict.NOT_REPRODUCED:
         tail = f"; {len(v.replays)} CI-order replay(s) passed" if v.replays else ""
         bound = f"rate < {_pct(v.upper_bound)} at {level}" if v.upper_bound is not None else ""
         return f"passed {done}/{done} runs, {bound}{tail}" + (f" ({v.detail})" if v.detail
@@ -121,7 +121,7 @@ def to_markdown(report: ReproReport) -> str:
         lines.append(f"| **{v.verdict.value}** | `{v.nodeid}` | "
                      f"{evidence(v, report.confidence).replace('|', '/')} |")
     for v in report.sorted():
-        if v.verdict in (Verdict.BROKEN, Verdict.ORDER_DEPENDENT) and v.first_traceback:
+        if v.verdict in (ReproVerdict.BROKEN, ReproVerdict.ORDER_DEPENDENT) and v.first_traceback:
             lines += ["", f"## `{v.nodeid}` — first failure", "", "```",
                       v.first_traceback.rstrip(), "```"]
     return printable("\n".join(lines) + "\n")
@@ -136,14 +136,14 @@ def to_junit(report: ReproReport) -> str:
                                      file=v.nodeid.split("::", 1)[0])
         summary = evidence(v, report.confidence)
         failed = [r for r in [*v.runs, *v.replays] if r.outcome in ("failed", "error")]
-        if v.verdict in (Verdict.BROKEN, Verdict.ORDER_DEPENDENT):
+        if v.verdict in (ReproVerdict.BROKEN, ReproVerdict.ORDER_DEPENDENT):
             head = ET.SubElement(case, "failure", message=f"{v.verdict.value}: {summary}",
                                  type=v.verdict.value)
             head.text = failed[0].longrepr if failed else ""
             _reruns(case, "rerunFailure", failed[1:])
-        elif v.verdict is Verdict.ENVIRONMENT:
+        elif v.verdict is ReproVerdict.ENVIRONMENT:
             ET.SubElement(case, "error", message=summary, type="environment")
-        elif v.verdict is Verdict.MISSING:
+        elif v.verdict is ReproVerdict.MISSING:
             ET.SubElement(case, "skipped", message=f"missing: {summary}")
         else:
             _reruns(case, "flakyFailure", failed)
@@ -174,7 +174,7 @@ def to_terminal(report: ReproReport, traceback_lines: int = 12) -> str:
     for v in report.sorted():
         out.append(f"  {v.verdict.value:<{width}}  {v.nodeid}")
         out.append(f"  {'':<{width}}    {evidence(v, report.confidence)}")
-        if v.verdict is Verdict.BROKEN and v.first_traceback:
+        if v.verdict is ReproVerdict.BROKEN and v.first_traceback:
             tb = v.first_traceback.rstrip().splitlines()[-traceback_lines:]
             out += [f"  {'':<{width}}    | {line}" for line in tb]
     tally: dict[str, int] = {}

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from syncgate.errors import UsageError
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 from syncgate.repro.nodeids import LocalTree, collect, plausible
 from syncgate.repro.runner import PytestResult, Runner, check_exit
 from syncgate.repro.stats import (
@@ -28,7 +28,9 @@ from syncgate.repro.stats import (
 )
 
 
-class Verdict(str, enum.Enum):
+class ReproVerdict(str, enum.Enum):
+    """What the reruns say about one CI failure (a sync budget's is :class:`syncgate.audit.Verdict`)."""
+
     BROKEN = "broken"
     FLAKY = "flaky"
     ORDER_DEPENDENT = "order-dependent"
@@ -57,7 +59,7 @@ class TestVerdict:
     __test__ = False  # not a pytest test class, despite the name
 
     nodeid: str
-    verdict: Verdict
+    verdict: ReproVerdict
     ci: CiFailure
     runs: list[RunResult] = field(default_factory=list)
     replays: list[RunResult] = field(default_factory=list)
@@ -120,7 +122,7 @@ class RerunConfig:
 
 def _candidate_files(failure: CiFailure) -> list[str]:
     """Files that may hold a failure; xunit2 classnames can name a module or a class in one."""
-    if failure.address is None or failure.outcome is Outcome.COLLECTION_ERROR:
+    if failure.address is None or failure.outcome is CiOutcome.COLLECTION_ERROR:
         return [failure.nodeid]
     parts = failure.address[0].split(".")
     return ["/".join(parts[:i]) + ".py" for i in range(1, len(parts) + 1)]
@@ -137,21 +139,21 @@ def triage(log: CiLog, tree: LocalTree) -> tuple[list[TestVerdict], dict[str, Ci
             continue
         seen.add(nodeid)
         path = nodeid.split("::", 1)[0]
-        if failure.outcome is Outcome.COLLECTION_ERROR:
+        if failure.outcome is CiOutcome.COLLECTION_ERROR:
             local = tree.errors.get(path)
             detail = ("collection error in CI and here: " + local if local else
                       "collection error in CI; collects here" if tree.has(path) else
                       "collection error in CI; file not found here")
-            settled.append(TestVerdict(nodeid, Verdict.ENVIRONMENT, failure, detail=detail))
+            settled.append(TestVerdict(nodeid, ReproVerdict.ENVIRONMENT, failure, detail=detail))
         elif path in tree.errors:
-            settled.append(TestVerdict(nodeid, Verdict.ENVIRONMENT, failure,
+            settled.append(TestVerdict(nodeid, ReproVerdict.ENVIRONMENT, failure,
                                        detail=f"{path} does not collect here: "
                                               f"{tree.errors[path]}"))
         elif not plausible(nodeid) or not tree.has(nodeid):
             why = ("not a test node id" if not plausible(nodeid) else
                    "file not found here" if path not in tree.files else
                    "no such test in the collected tree")
-            settled.append(TestVerdict(nodeid, Verdict.MISSING, failure, detail=why))
+            settled.append(TestVerdict(nodeid, ReproVerdict.MISSING, failure, detail=why))
         else:
             runnable[nodeid] = failure
     return settled, runnable
@@ -250,17 +252,17 @@ def reproduce(log: CiLog, runner: Runner, config: RerunConfig) -> list[TestVerdi
     replay_candidates: dict[str, tuple[str, ...]] = {}
     for nodeid, failure in runnable.items():
         done = [r for r in isolation.get(nodeid, []) if r.outcome != "skipped"]
-        verdict = TestVerdict(nodeid, Verdict.NOT_REPRODUCED, failure,
+        verdict = TestVerdict(nodeid, ReproVerdict.NOT_REPRODUCED, failure,
                               runs=isolation.get(nodeid, []))
         fails = verdict.failures
         if not done:
             verdict.detail = "no rerun produced a result (skipped or deselected here)"
             verdict.upper_bound = 1.0
         elif fails == len(done):
-            verdict.verdict = Verdict.BROKEN
+            verdict.verdict = ReproVerdict.BROKEN
             verdict.interval = _interval(config, fails, len(done))
         elif fails:
-            verdict.verdict = Verdict.FLAKY
+            verdict.verdict = ReproVerdict.FLAKY
             verdict.interval = _interval(config, fails, len(done))
         else:
             verdict.upper_bound = zero_failure_upper_bound(len(done), config.confidence)
@@ -295,6 +297,6 @@ def _replay(runner: Runner, config: RerunConfig, blocks: dict[str, tuple[str, ..
         if verdict.nodeid in blocks:
             verdict.replays = replays[verdict.nodeid]
             if verdict.replay_failures:
-                verdict.verdict = Verdict.ORDER_DEPENDENT
+                verdict.verdict = ReproVerdict.ORDER_DEPENDENT
                 verdict.detail = (f"fails after {len(blocks[verdict.nodeid])} CI predecessor(s) "
                                   f"in CI order, never alone")

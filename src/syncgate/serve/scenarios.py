@@ -113,7 +113,7 @@ def long_prompts(short: Sequence[str], count: int = CONCURRENCY) -> list[str]:
     return out
 
 
-def _budget(i: int, base: int) -> int:
+def _max_tokens(i: int, base: int) -> int:
     """max_tokens of the i-th concurrent request: staggered so requests leave the batch in turn."""
     return base + 4 * (i % CONCURRENCY)
 
@@ -123,8 +123,8 @@ SHORT_BASE, LONG_BASE = 8, 24
 
 def reference_requests(short: Sequence[str], long: Sequence[str]) -> list[tuple[str, int]]:
     """Every prompt with the most tokens any scenario asks of it: the HF reference to warm."""
-    most_short = max(_budget(CONCURRENCY - 1, SHORT_BASE), MAX_TOKENS, 40)
-    return [(p, most_short) for p in short] + [(p, _budget(CONCURRENCY - 1, LONG_BASE))
+    most_short = max(_max_tokens(CONCURRENCY - 1, SHORT_BASE), MAX_TOKENS, 40)
+    return [(p, most_short) for p in short] + [(p, _max_tokens(CONCURRENCY - 1, LONG_BASE))
                                                for p in long]
 
 
@@ -138,10 +138,10 @@ def _sequential(ctx: Context, prompts: Sequence[str], tag: str, max_tokens: int 
 def _concurrent(ctx: Context, prompts: Sequence[str], tag: str, base_tokens: int = SHORT_BASE,
                 ) -> list[Generation]:
     """All prompts at once, each with its own max_tokens, so they finish at different steps."""
-    budgets = [_budget(i, base_tokens) for i in range(len(prompts))]
+    limits = [_max_tokens(i, base_tokens) for i in range(len(prompts))]
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        done = list(pool.map(ctx.client.complete, prompts, budgets))
-    return [Generation.of(f"{tag}[{i}]", c, n) for i, (c, n) in enumerate(zip(done, budgets,
+        done = list(pool.map(ctx.client.complete, prompts, limits))
+    return [Generation.of(f"{tag}[{i}]", c, n) for i, (c, n) in enumerate(zip(done, limits,
                                                                                strict=True))]
 
 
@@ -227,7 +227,7 @@ def async_scheduling(ctx: Context) -> Outcome:
 
 
 def chunked_prefill(ctx: Context) -> Outcome:
-    """Long prompts, one at a time, under a small token budget: prefill runs in chunks."""
+    """Long prompts, one at a time, under a small per-step token limit: prefill runs in chunks."""
     return Outcome(_sequential(ctx, ctx.long[:6], "long"))
 
 

@@ -7,9 +7,9 @@ import pytest
 from syncgate.cli import main
 from syncgate.errors import ContainerError
 from syncgate.repro.container import DockerRunner
-from syncgate.repro.engine import RerunConfig, Verdict, reproduce
 from syncgate.repro.logs import parse_log
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
 
 
 def client_for(engine):
@@ -23,14 +23,14 @@ def test_reruns_inside_the_compose_service_through_the_sdk(fake_docker_engine, s
                                   client=client_for(fake_docker_engine))
     assert runner.description == "container proj-e2e-cpu-1 (compose service e2e-cpu)"
     log = CiLog(source="ci", format="pytest", failures=[
-        CiFailure("case_broken.py::TestAlways::test_broken", Outcome.FAILED),
-        CiFailure("case_flaky.py::test_labels[x - y]", Outcome.FAILED),
-        CiFailure("case_gone.py::test_x", Outcome.FAILED)])
+        CiFailure("case_broken.py::TestAlways::test_broken", CiOutcome.FAILED),
+        CiFailure("case_flaky.py::test_labels[x - y]", CiOutcome.FAILED),
+        CiFailure("case_gone.py::test_x", CiOutcome.FAILED)])
     verdicts = reproduce(log, runner, RerunConfig(runs=3, workers=1))
     assert {v.nodeid: (v.verdict, len(v.runs)) for v in verdicts} == {
-        "case_broken.py::TestAlways::test_broken": (Verdict.BROKEN, 3),
-        "case_flaky.py::test_labels[x - y]": (Verdict.NOT_REPRODUCED, 3),
-        "case_gone.py::test_x": (Verdict.MISSING, 0)}
+        "case_broken.py::TestAlways::test_broken": (ReproVerdict.BROKEN, 3),
+        "case_flaky.py::test_labels[x - y]": (ReproVerdict.NOT_REPRODUCED, 3),
+        "case_gone.py::test_x": (ReproVerdict.MISSING, 0)}
     commands = [e["spec"]["Cmd"] for e in fake_docker_engine.execs.values()]
     rerun = next(c for c in commands if "syncgate_repro_plugin" in c)
     # The node id with spaces arrived as one argv element, behind sh's "$@", never parsed.
@@ -86,7 +86,7 @@ def test_real_engine_reruns_in_a_throwaway_container(repro_logs, monkeypatch):
     finally:
         runner.close()
     assert {v.nodeid: v.verdict for v in verdicts} == {
-        "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
-        "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED}
+        "case_broken.py::TestAlways::test_broken": ReproVerdict.BROKEN,
+        "case_flaky.py::test_labels[x - y]": ReproVerdict.NOT_REPRODUCED}
     with pytest.raises(docker.errors.NotFound):  # the throwaway container is gone
         client.containers.get(started)

@@ -5,7 +5,7 @@ import pytest
 
 from syncgate.errors import LogParseError
 from syncgate.repro.logs import clean_line, parse_log, split_nodeid
-from syncgate.repro.model import Outcome
+from syncgate.repro.model import CiOutcome
 
 FAILED = {
     "case_broken.py::TestAlways::test_broken",
@@ -25,8 +25,8 @@ def outcomes(log):
 
 
 def expected():
-    return {**dict.fromkeys(FAILED, Outcome.FAILED),
-            **dict.fromkeys(COLLECTION, Outcome.COLLECTION_ERROR)}
+    return {**dict.fromkeys(FAILED, CiOutcome.FAILED),
+            **dict.fromkeys(COLLECTION, CiOutcome.COLLECTION_ERROR)}
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_vllm_ascend_runner_lines_give_tests_and_whole_files(repro_logs):
     log = parse_log(repro_logs / "vllm_ascend_run_suite.txt")
     found = outcomes(log)
     # Per-test lines inside a file's group win; a crashed file with none is rerun whole.
-    assert found.pop("case_gone.py") is Outcome.FAILED
+    assert found.pop("case_gone.py") is CiOutcome.FAILED
     assert found == expected()
     gone = next(f for f in log.failures if f.nodeid == "case_gone.py")
     assert gone.detail == "file exited with code -11"
@@ -80,7 +80,7 @@ def test_vllm_ascend_runner_lines_give_tests_and_whole_files(repro_logs):
 
 def test_xunit2_keeps_addresses_for_resolution(repro_logs):
     log = parse_log(repro_logs / "junit_xunit2.xml")
-    addresses = {f.address for f in log.failures if f.outcome is Outcome.FAILED}
+    addresses = {f.address for f in log.failures if f.outcome is CiOutcome.FAILED}
     assert ("case_broken.TestAlways", "test_broken") in addresses
     assert ("case_flaky", "test_labels[\\xfc]") in addresses
     assert len(addresses) == len(FAILED)
@@ -89,10 +89,10 @@ def test_xunit2_keeps_addresses_for_resolution(repro_logs):
 def test_reportlog_gives_phases_and_workers(repro_logs):
     log = parse_log(repro_logs / "pytest_reportlog.jsonl")
     assert outcomes(log) == {
-        "case_collect_error.py": Outcome.COLLECTION_ERROR,
-        "case_flaky.py::test_labels[\\xfc]": Outcome.FAILED,
-        "case_order.py::test_victim": Outcome.FAILED,
-        "case_broken.py::TestAlways::test_broken": Outcome.ERROR,
+        "case_collect_error.py": CiOutcome.COLLECTION_ERROR,
+        "case_flaky.py::test_labels[\\xfc]": CiOutcome.FAILED,
+        "case_order.py::test_victim": CiOutcome.FAILED,
+        "case_broken.py::TestAlways::test_broken": CiOutcome.ERROR,
     }
     victim = next(f for f in log.failures if f.nodeid == "case_order.py::test_victim")
     assert (victim.worker, victim.predecessors) == ("gw1", ("case_order.py::test_polluter",))

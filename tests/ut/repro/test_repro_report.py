@@ -4,8 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from syncgate.errors import ReportDirError
-from syncgate.repro.engine import RerunConfig, RunResult, TestVerdict, Verdict, _session_args
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 from syncgate.repro.report import (
     ReproReport,
     to_json,
@@ -13,6 +12,13 @@ from syncgate.repro.report import (
     to_markdown,
     to_terminal,
     write_reports,
+)
+from syncgate.repro.reproduce import (
+    ReproVerdict,
+    RerunConfig,
+    RunResult,
+    TestVerdict,
+    _session_args,
 )
 
 
@@ -24,7 +30,7 @@ def runs(pattern, replay=False):
 
 
 def verdict(nodeid, kind, pattern="", replays="", **kw):
-    failure = CiFailure(nodeid, Outcome.FAILED)
+    failure = CiFailure(nodeid, CiOutcome.FAILED)
     return TestVerdict(nodeid, kind, failure, runs=runs(pattern),
                        replays=runs(replays, replay=True), **kw)
 
@@ -33,13 +39,14 @@ def verdict(nodeid, kind, pattern="", replays="", **kw):
 def report():
     log = CiLog(source="ci.log", format="github", seed=4242, env={"torch": "2.12.0"})
     return ReproReport(log, [
-        verdict("t.py::test_flaky", Verdict.FLAKY, "FPPF", interval=(0.15, 0.85)),
-        verdict("t.py::test_broken", Verdict.BROKEN, "FFF", interval=(0.3, 1.0)),
-        verdict("t.py::test_order", Verdict.ORDER_DEPENDENT, "PPP", "F",
+        verdict("t.py::test_flaky", ReproVerdict.FLAKY, "FPPF", interval=(0.15, 0.85)),
+        verdict("t.py::test_broken", ReproVerdict.BROKEN, "FFF", interval=(0.3, 1.0)),
+        verdict("t.py::test_order", ReproVerdict.ORDER_DEPENDENT, "PPP", "F",
                 predecessors=("t.py::test_a",), upper_bound=0.63),
-        verdict("t.py::test_gone", Verdict.MISSING, detail="no such test in the collected tree"),
-        verdict("t.py", Verdict.ENVIRONMENT, detail="t.py does not collect here: ImportError"),
-        verdict("t.py::test_ok", Verdict.NOT_REPRODUCED, "PPP", upper_bound=0.63),
+        verdict("t.py::test_gone", ReproVerdict.MISSING,
+                detail="no such test in the collected tree"),
+        verdict("t.py", ReproVerdict.ENVIRONMENT, detail="t.py does not collect here: ImportError"),
+        verdict("t.py::test_ok", ReproVerdict.NOT_REPRODUCED, "PPP", upper_bound=0.63),
     ], "local /src", 3, 0.95, {"torch": ("2.12.0", "2.13.0+cpu")})
 
 
@@ -82,7 +89,7 @@ def test_json_terminal_and_markdown_say_the_same(report):
 
 
 def test_nothing_broken_exits_zero(report):
-    report.verdicts = [v for v in report.verdicts if v.verdict is not Verdict.BROKEN]
+    report.verdicts = [v for v in report.verdicts if v.verdict is not ReproVerdict.BROKEN]
     assert report.exit_code == 0
     report.verdicts = []
     assert "nothing to rerun" in to_markdown(report)

@@ -3,21 +3,21 @@ import shutil
 import pytest
 
 from syncgate.errors import UsageError
-from syncgate.repro.engine import RerunConfig, Verdict, reproduce
 from syncgate.repro.logs import parse_log
-from syncgate.repro.model import CiFailure, CiLog, Outcome
+from syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
 from syncgate.repro.runner import LocalRunner
 
 EXPECTED = {
-    "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
-    "case_flaky.py::test_flaky_half": Verdict.FLAKY,
-    "case_flaky.py::test_flaky_third": Verdict.FLAKY,
-    "case_flaky.py::test_ci_only": Verdict.NOT_REPRODUCED,
-    "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED,
-    "case_flaky.py::test_labels[[nested]]": Verdict.NOT_REPRODUCED,
-    "case_flaky.py::test_labels[\\xfc]": Verdict.NOT_REPRODUCED,
-    "case_order.py::test_victim": Verdict.ORDER_DEPENDENT,
-    "case_collect_error.py": Verdict.ENVIRONMENT,
+    "case_broken.py::TestAlways::test_broken": ReproVerdict.BROKEN,
+    "case_flaky.py::test_flaky_half": ReproVerdict.FLAKY,
+    "case_flaky.py::test_flaky_third": ReproVerdict.FLAKY,
+    "case_flaky.py::test_ci_only": ReproVerdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[x - y]": ReproVerdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[[nested]]": ReproVerdict.NOT_REPRODUCED,
+    "case_flaky.py::test_labels[\\xfc]": ReproVerdict.NOT_REPRODUCED,
+    "case_order.py::test_victim": ReproVerdict.ORDER_DEPENDENT,
+    "case_collect_error.py": ReproVerdict.ENVIRONMENT,
 }
 
 
@@ -68,7 +68,7 @@ def test_early_stop_ends_a_test_once_its_verdict_is_settled(repro_logs, suite_di
     verdicts = reproduce(log, LocalRunner(suite_dir), RerunConfig(
         runs=12, workers=1, broken_after=3, early_stop=early_stop))
     assert [(v.verdict, len(v.runs)) for v in verdicts] == [
-        (Verdict.BROKEN, runs[0]), (Verdict.FLAKY, runs[1])]
+        (ReproVerdict.BROKEN, runs[0]), (ReproVerdict.FLAKY, runs[1])]
 
 
 @pytest.mark.slow
@@ -90,23 +90,23 @@ def test_mutants_a_fixed_test_and_a_log_without_order(repro_logs, suite_dir, tmp
     verdicts = reproduce(log, LocalRunner(fixed),
                          RerunConfig(runs=4, workers=1, replay_order=True, early_stop=False))
     assert {v.nodeid: (v.verdict, len(v.runs), len(v.replays)) for v in verdicts} == {
-        "case_broken.py::TestAlways::test_broken": (Verdict.NOT_REPRODUCED, 4, 0),
-        "case_order.py::test_victim": (Verdict.NOT_REPRODUCED, 4, 0),
-        "case_flaky.py::test_flaky_half": (Verdict.FLAKY, 4, 0)}
+        "case_broken.py::TestAlways::test_broken": (ReproVerdict.NOT_REPRODUCED, 4, 0),
+        "case_order.py::test_victim": (ReproVerdict.NOT_REPRODUCED, 4, 0),
+        "case_flaky.py::test_flaky_half": (ReproVerdict.FLAKY, 4, 0)}
 
 
 def test_missing_and_hostile_node_ids_never_reach_pytest(suite_dir):
     log = CiLog(source="crafted", format="pytest", failures=[
-        CiFailure("case_flaky.py::test_removed", Outcome.FAILED),
-        CiFailure("case_gone.py::test_x", Outcome.FAILED),
-        CiFailure("-p evil.py::x", Outcome.FAILED),
-        CiFailure("../outside.py::test_x", Outcome.FAILED),
-        CiFailure("case_flaky.py::test_fine --co", Outcome.FAILED),
+        CiFailure("case_flaky.py::test_removed", CiOutcome.FAILED),
+        CiFailure("case_gone.py::test_x", CiOutcome.FAILED),
+        CiFailure("-p evil.py::x", CiOutcome.FAILED),
+        CiFailure("../outside.py::test_x", CiOutcome.FAILED),
+        CiFailure("case_flaky.py::test_fine --co", CiOutcome.FAILED),
     ])
     runner = RecordingRunner(suite_dir)
     verdicts = reproduce(log, runner, RerunConfig(runs=2))
     assert {v.nodeid: v.verdict for v in verdicts} == dict.fromkeys(
-        [f.nodeid for f in log.failures], Verdict.MISSING)
+        [f.nodeid for f in log.failures], ReproVerdict.MISSING)
     details = {v.nodeid: v.detail for v in verdicts}
     assert details["case_flaky.py::test_removed"] == "no such test in the collected tree"
     assert details["case_gone.py::test_x"] == "file not found here"
@@ -123,20 +123,20 @@ def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, s
     log = parse_log(repro_logs / "junit_xunit2.xml")
     log.failures = [f for f in log.failures if "labels" in f.nodeid or "collect" in f.nodeid
                     or "TestAlways" in f.nodeid]
-    log.failures.append(CiFailure("case_flaky.py::test_fine --co", Outcome.FAILED))
+    log.failures.append(CiFailure("case_flaky.py::test_fine --co", CiOutcome.FAILED))
     # A per-file runner line for a crashed file: the whole file is the unit rerun.
-    log.failures.append(CiFailure("case_order.py", Outcome.FAILED, detail="exit code -9"))
+    log.failures.append(CiFailure("case_order.py", CiOutcome.FAILED, detail="exit code -9"))
     runner = RecordingRunner(suite_dir)
     verdicts = reproduce(log, runner, RerunConfig(runs=2, workers=1))
     assert {v.nodeid: v.verdict for v in verdicts} == {
-        "case_collect_error.py": Verdict.ENVIRONMENT,
-        "case_broken.py::TestAlways::test_broken": Verdict.BROKEN,
-        "case_flaky.py::test_labels[x - y]": Verdict.NOT_REPRODUCED,
-        "case_flaky.py::test_labels[[nested]]": Verdict.NOT_REPRODUCED,
-        "case_flaky.py::test_labels[\\xfc]": Verdict.NOT_REPRODUCED,
-        "case_flaky.py::test_fine --co": Verdict.MISSING,
+        "case_collect_error.py": ReproVerdict.ENVIRONMENT,
+        "case_broken.py::TestAlways::test_broken": ReproVerdict.BROKEN,
+        "case_flaky.py::test_labels[x - y]": ReproVerdict.NOT_REPRODUCED,
+        "case_flaky.py::test_labels[[nested]]": ReproVerdict.NOT_REPRODUCED,
+        "case_flaky.py::test_labels[\\xfc]": ReproVerdict.NOT_REPRODUCED,
+        "case_flaky.py::test_fine --co": ReproVerdict.MISSING,
         # polluter then victim, every run: as a file it fails every time
-        "case_order.py": Verdict.BROKEN,
+        "case_order.py": ReproVerdict.BROKEN,
     }
     whole_file = next(v for v in verdicts if v.nodeid == "case_order.py")
     assert (whole_file.failures, len(whole_file.runs)) == (2, 2)
@@ -166,11 +166,11 @@ def test_a_crashing_worker_counts_as_a_failed_run(suite_dir, workers):
     # Runs 2 and 3 kill their process (as a segfault would). With xdist the crash report is
     # matched back to its run; without it the session dies and its open run is the crash.
     log = CiLog(source="ci", format="pytest",
-                failures=[CiFailure("case_crash.py::test_crashes_sometimes", Outcome.FAILED)])
+                failures=[CiFailure("case_crash.py::test_crashes_sometimes", CiOutcome.FAILED)])
     [verdict] = reproduce(log, LocalRunner(suite_dir),
                           RerunConfig(runs=6, workers=workers, early_stop=False))
     outcomes = [(r.run, r.outcome, r.phase) for r in verdict.runs]
     expected = [(1, "passed", ""), (2, "error", "crash"), (3, "error", "crash"),
                 (4, "passed", ""), (5, "passed", ""), (6, "passed", "")]
-    assert verdict.verdict is Verdict.FLAKY
+    assert verdict.verdict is ReproVerdict.FLAKY
     assert outcomes == (expected if workers == 2 else expected[:2])

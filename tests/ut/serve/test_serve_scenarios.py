@@ -10,7 +10,7 @@ from syncgate.serve.scenarios import (
     SCENARIOS,
     SHORT_BASE,
     Context,
-    _budget,
+    _max_tokens,
     load_prompts,
     reference_requests,
 )
@@ -31,11 +31,11 @@ def test_prompts_are_fixed_and_long_ones_vary_in_length():
     assert min(len(p) for p in long) > 3 * max(len(p) for p in short)
 
 
-def test_reference_plan_covers_every_token_budget():
+def test_reference_plan_covers_every_max_tokens():
     short, long = load_prompts()
     plan = dict(reference_requests(short, long))
-    assert all(plan[p] >= _budget(CONCURRENCY - 1, SHORT_BASE) for p in short)
-    assert all(plan[p] >= _budget(CONCURRENCY - 1, LONG_BASE) for p in long)
+    assert all(plan[p] >= _max_tokens(CONCURRENCY - 1, SHORT_BASE) for p in short)
+    assert all(plan[p] >= _max_tokens(CONCURRENCY - 1, LONG_BASE) for p in long)
     assert all(plan[p] >= 40 for p in short)  # stop_and_max_tokens goes up to 40
 
 
