@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from syncgate import __version__
 from syncgate.errors import EXIT_USAGE, SyncgateError
 
-COMMANDS = ("check", "scan", "repro", "model", "doctor")
+COMMANDS = ("check", "scan", "repro", "model", "doctor", "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -57,7 +57,12 @@ def data_dependent_overloads() -> tuple[torch._ops.OpOverload, ...]:
 
 
 def _public_names(packet: str) -> tuple[str, ...]:
-    """``_unique2`` is reached as ``unique``; ``nonzero`` as itself."""
+    """``_unique2`` is reached as ``unique``; ``nonzero`` as itself.
+
+    ``aten::index`` is reached through ``Tensor.__getitem__`` (``Tensor.index`` is functorch.dim's).
+    """
+    if packet == "index":
+        return ()
     bare = packet.lstrip("_").rstrip("0123456789")
     return (packet, bare) if bare != packet else (packet,)
 

@@ -12,13 +12,26 @@ the call site's source line decides: a line calling ``.copy_(`` is a ``blocking_
 ``blocking_readback``. If vLLM's check is active the warning is passed on (so its error mode still
 raises); otherwise it is swallowed rather than logged per step.
 
+The warning does not say which operation synced. While armed, a ``TorchFunctionMode``
+(:class:`CopyWatch`) sees each torch call of the step before it runs, so a warning raised inside a
+copy (``Tensor.copy_``, a host tensor moved to the device by ``.to``/``.cuda``/``.npu``, or built
+there by ``torch.tensor(..., device=)``, all copies from pageable memory) is a ``blocking_copy``;
+any other is a ``blocking_readback``. The mode also catches what the debug mode cannot: a
+``non_blocking=True`` copy between the device and *pageable* host memory, which the driver
+silently makes synchronous (8 ms behind an 8 ms kernel on an H200). It reads only what the call
+already holds (``non_blocking``, devices, ``is_pinned()``), so it adds no sync. It is safe under
+torch.compile: the mode exists only during the runner's step calls, returns the call untouched
+while ``torch.compiler.is_compiling()`` (so Dynamo, tracing through it, records the plain op), and
+vLLM's compiled forward runs without Dynamo guards, so the mode on the stack triggers no
+recompilation; compiled graphs and CUDA graphs issue their ops below ``__torch_function__``.
+
 The debug mode does not flag ``torch.<ns>.synchronize()`` or ``Event.synchronize()``; those are
 counted by wrappers. While a wrapped wait runs, warnings are not counted, so ``Stream.synchronize``
-is one ``stream_sync``, not also a readback. ``Tensor`` methods are deliberately not wrapped:
+is one ``stream_sync``, not also a readback. ``Tensor`` methods are deliberately not patched:
 ``__torch_function__`` receives the patched attribute as ``func``, which would change what tensor
-subclasses and torch.compile see. So a ``non_blocking`` copy into pageable memory, which the driver
-silently makes blocking and torch does not flag, is not seen here (vLLM's VLLM_GPU_SYNC_CHECK wraps
-``Tensor.copy_`` for exactly that; run it next to this backend to catch those).
+subclasses and torch.compile see; a mode leaves ``func`` as it is (vLLM's ``VLLM_GPU_SYNC_CHECK``
+patches ``Tensor.copy_``/``to``/``cuda``, so ``func`` is matched by name or by what those
+attributes are when the step starts).
 """
 
 from __future__ import annotations
@@ -28,11 +41,12 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import ModuleType
 from typing import Any, ClassVar
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from syncgate.audit.backends.base import AuditBackend
 from syncgate.audit.events import SyncKind, caller_site
@@ -50,6 +64,81 @@ def vllm_sync_check_active() -> bool:
         and getattr(module, "_SYNC_CHECK_MODE", None) is not None
         and getattr(module, "_sync_check_enabled", False)
     )
+
+
+_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})
+_MOVES = frozenset({"to", "cuda", "npu"})
+_WATCHED = _FACTORIES | _MOVES | {"copy_"}
+
+
+class CopyWatch(TorchFunctionMode):
+    """Sees the copies of a step: marks them for the warning hook, records pageable async ones."""
+
+    def __init__(self, backend: SyncDebugBackend) -> None:
+        super().__init__()
+        self.backend = backend
+        # Whatever Tensor.copy_/to/cuda are now (vLLM's VLLM_GPU_SYNC_CHECK replaces them).
+        self._methods = {getattr(torch.Tensor, m): m for m in _WATCHED - _FACTORIES if hasattr(torch.Tensor, m)}
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name not in _WATCHED:
+            name = self._methods.get(func, "")
+        if not name or torch.compiler.is_compiling():
+            return func(*args, **kwargs)
+        if not self._is_copy(name, args, kwargs):
+            return func(*args, **kwargs)
+        with self.backend._deeper("in_copy"):
+            return func(*args, **kwargs)
+
+    def _is_copy(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether the call copies between host and device; records it if it silently blocks."""
+        ns = self.backend.namespace
+        if name in _FACTORIES:
+            device = kwargs.get("device")
+            return device is not None and torch.device(device).type == ns
+        if not args or not isinstance(args[0], torch.Tensor):
+            return False
+        if name == "copy_":
+            if len(args) < 2 or not isinstance(args[1], torch.Tensor):
+                return False
+            dst, src = args[0], args[1]
+            non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
+            sides = {dst.device.type, src.device.type}
+            if sides != {"cpu", ns}:
+                return False
+            host = dst if dst.device.type == "cpu" else src
+        else:  # to / cuda / npu of a host tensor onto the device (device to host is a readback)
+            host = args[0]
+            if host.device.type != "cpu" or not _targets(ns, name, args, kwargs):
+                return False
+            non_blocking = bool(kwargs.get("non_blocking", False)) or any(a is True for a in args[1:])
+        if non_blocking and not host.is_pinned():
+            direction = "into" if host is args[0] else "from"
+            self.backend.record(
+                SyncKind.BLOCKING_COPY, f"Tensor.{name} (non_blocking, pageable memory)",
+                detail=f"non_blocking copy {direction} pageable memory: the driver waits",
+            )
+        return True
+
+
+def _targets(ns: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``Tensor.to``/``cuda``/``npu`` moves its tensor onto device type ``ns``."""
+    if name != "to":
+        return name == ns
+    device = kwargs.get("device")
+    for arg in args[1:]:
+        if isinstance(arg, (str, torch.device)):
+            device = arg
+        elif isinstance(arg, torch.Tensor):
+            device = arg.device
+    try:
+        return device is not None and torch.device(device).type == ns
+    except (RuntimeError, TypeError):
+        return False
 
 
 class SyncDebugBackend(AuditBackend):
@@ -106,7 +195,8 @@ class SyncDebugBackend(AuditBackend):
             setter("warn")
         self._armed += 1
         try:
-            yield
+            with CopyWatch(self) if self._armed == 1 else nullcontext():
+                yield
         finally:
             self._armed -= 1
             if previous != WARN:
@@ -132,7 +222,7 @@ class SyncDebugBackend(AuditBackend):
         if self._armed and self.warning_text in str(msg.message):
             site = caller_site()
             line = linecache.getline(site.file, site.line)
-            kind = SyncKind.BLOCKING_COPY if ".copy_(" in line else SyncKind.BLOCKING_READBACK
+            kind = SyncKind.BLOCKING_COPY if self._depth("in_copy") else SyncKind.BLOCKING_READBACK
             self.record(kind, f"torch.{self.namespace} sync debug", site=site, detail=line.strip()[:160])
             if not vllm_sync_check_active():
                 return None

@@ -1,0 +1,64 @@
+"""``syncgate calibrate``: does the simulator block where this device (or the recorded H200) does?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from syncgate.calibrate.agreement import DEVICES, Calibration, calibrate
+from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ReportDirError
+
+HELP = "compare the simulated accelerator with a real device: which operations block the host"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", required=True, choices=DEVICES, help="the device to calibrate against")
+    parser.add_argument(
+        "--recorded", action="store_true",
+        help="compare with the recorded H200 measurement instead of a device here (cuda only)",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the agreement as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = calibrate(args.device, recorded=args.recorded)
+    _print(result)
+    if args.json:
+        _write_json(Path(args.json), result)
+    return EXIT_OK if result.agree else EXIT_GATE_FAILED
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _print(result: Calibration) -> None:
+    side = "H200 ms" if result.against != "device" else f"{result.device} ms"
+    print(f"calibrate {result.device} against {result.against}")
+    print(f"{'scenario':<26} {side:>8} {'sim ms':>8}  {'live backend':<18} {'sim backend':<18} agree")
+    for row in result.rows:
+        print(
+            f"{row.scenario:<26} {_ms(row.device.blocked_ms):>8} {_ms(row.simulator.blocked_ms):>8}  "
+            f"{row.device.records or '-':<18} {row.simulator.records or '-':<18} "
+            f"{'yes' if row.agree else 'NO: ' + row.why}"
+        )
+    for table, cells in result.physics.items():
+        print(f"#22754 {table}: {'cell':<52} {'sim':>7} {'H200':>7}")
+        for key, cell in cells.items():
+            print(f"  {key:<60} {cell['simulated']:>7.2f} {cell['measured']:>7.2f}")
+    print(f"agreement: {'yes' if result.agree else 'NO'}")
+
+
+def _write_json(path: Path, result: Calibration) -> None:
+    """Whole or not at all: a temporary file in the same directory, renamed into place."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(result.to_json(), fh, indent=2, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ReportDirError(f"{path}: cannot write the calibration JSON: {exc.strerror}") from None
