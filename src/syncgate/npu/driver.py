@@ -3,8 +3,8 @@
 One step: the parent's bookkeeping, ``_update_seq_lens_cpu`` at the start of ``prepare_inputs``,
 the forward pass (opaque device work on the main stream), then ``postprocess_sampled`` after
 sampling. Each step is a ledger step, and device-to-host copies issued inside it are read from the
-simulated accelerator's activity log: the ledger holds host waits, and an asynchronous copy is not one, yet the seed-3
-property forbids it too.
+simulated accelerator's activity log: the ledger holds host waits, and an asynchronous copy is not
+one, yet the seq-lens sync property forbids it too.
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ def read_device_counts(runner: Any) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Violation:
-    """One breach of the seed-3 property; ``rule`` is ``a``, ``b`` or ``c`` (``check_seed3``)."""
+    """One breach of the seq-lens sync property; ``rule`` is ``a``, ``b`` or ``c``
+    (:func:`check_seq_lens_sync`)."""
 
     rule: str
     step: int
@@ -142,8 +143,8 @@ def run_scenario(
     return ScenarioResult(records, device_counts, scheduler.device_truth())
 
 
-def check_seed3(records: Iterable[StepRecord]) -> list[Violation]:
-    """The seed-3 property, step by step:
+def check_seq_lens_sync(records: Iterable[StepRecord]) -> list[Violation]:
+    """The seq-lens sync property (no seq-lens sync without speculation), step by step:
 
     (a) without speculation, no event synchronize and no device-to-host copy;
     (b) ``seq_lens_cpu`` equals the device-true computed tokens plus the scheduled ones;

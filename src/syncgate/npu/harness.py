@@ -38,7 +38,7 @@ from syncgate.errors import EnvironmentProblem, SimulatorError, UnsupportedLayou
 RUNNER_MODULE = "vllm_ascend.worker.v2.model_runner"
 RUNNER_CLASS = "NPUModelRunner"
 # The methods vllm-ascend #13382 changed: the copy after sampling and the wait before the next step.
-SEED3_METHODS = ("postprocess_sampled", "_copy_num_computed_tokens_to_cpu", "_update_seq_lens_cpu")
+SEQ_LENS_METHODS = ("postprocess_sampled", "_copy_num_computed_tokens_to_cpu", "_update_seq_lens_cpu")
 MODES = ("ast", "import")
 # The globals a loaded method may use; the simulated accelerator patches torch in place.
 _NAMESPACE: dict[str, Any] = {"torch": torch, "np": np, "numpy": np}
@@ -94,7 +94,7 @@ def source_version(root: Path) -> str:
 def load_runner_class(
     source: AscendSource,
     parent: type,
-    methods: Iterable[str] = SEED3_METHODS,
+    methods: Iterable[str] = SEQ_LENS_METHODS,
     *,
     mode: str = "ast",
     class_name: str = RUNNER_CLASS,

@@ -2,7 +2,7 @@
 
 Property tests generate the actions (requests added, steps with varying chunk sizes, drafts and
 rejections, preemptions, finishes); this model turns them into the ``SchedulerStep`` a runner sees
-and keeps the two numbers the seed-3 property compares:
+and keeps the two numbers the seq-lens sync property compares:
 
 - the device-true computed-token count of each request (what the post-sampling kernel has made of
   it: scheduled minus rejected, step after step), and

@@ -23,7 +23,7 @@ DEVICE = "npu"
 
 @dataclass(frozen=True)
 class RunnerSpec:
-    """The knobs of a runner the seed-3 methods depend on."""
+    """The knobs of a runner the seq-lens sync methods depend on."""
 
     max_num_reqs: int = 8
     num_speculative_steps: int = 0  # > 0: a speculator exists (MTP / EAGLE), drafts are scheduled
@@ -118,7 +118,7 @@ class CachedRequests:
 
 @dataclass(frozen=True)
 class SchedulerStep:
-    """The ``SchedulerOutput`` fields the runner's bookkeeping and the seed-3 methods read."""
+    """The ``SchedulerOutput`` fields the runner's bookkeeping and the seq-lens sync methods read."""
 
     scheduled_new_reqs: list[NewRequest] = field(default_factory=list)
     scheduled_cached_reqs: CachedRequests = field(default_factory=CachedRequests)

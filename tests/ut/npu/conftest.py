@@ -1,7 +1,7 @@
 """Fixtures for the NPU harness tests: source trees (fixture, mutants, 'before' sdist, env tree).
 
 ``SYNCGATE_ASCEND_SOURCE`` names a vllm-ascend checkout at or after PR #13382 (the ``ut-npu``
-compose service sets it to the image's tree); the seed-3 tests then also run against it, parsed
+compose service sets it to the image's tree); the seq-lens sync tests then also run against it, parsed
 and, where ``vllm_ascend`` imports from it, as the real class.
 """
 

@@ -1,9 +1,9 @@
-"""The seed-3 checker on hand-made step records."""
+"""The seq-lens sync checker on hand-made step records."""
 
 from __future__ import annotations
 
 from syncgate.audit.events import CallSite, SyncEvent, SyncKind
-from syncgate.npu.driver import StepRecord, check_seed3
+from syncgate.npu.driver import StepRecord, check_seq_lens_sync
 
 
 def _record(speculative, events=(), copies=(), seq_lens=(3,), expected=(3,)):
@@ -18,14 +18,14 @@ def _record(speculative, events=(), copies=(), seq_lens=(3,), expected=(3,)):
 
 def test_checker_rules():
     wait, copy = [SyncKind.EVENT_SYNC], [1]
-    assert check_seed3([_record(False)]) == []
-    assert check_seed3([_record(True, wait, copy)]) == []
-    # Other host waits are not what seed 3 is about (budgets handle them).
-    assert check_seed3([_record(False, [SyncKind.DEVICE_SYNC])]) == []
-    rules = [v.rule for v in check_seed3([_record(False, wait, copy)])]
+    assert check_seq_lens_sync([_record(False)]) == []
+    assert check_seq_lens_sync([_record(True, wait, copy)]) == []
+    # Other host waits are not what the seq-lens sync property is about (budgets handle them).
+    assert check_seq_lens_sync([_record(False, [SyncKind.DEVICE_SYNC])]) == []
+    rules = [v.rule for v in check_seq_lens_sync([_record(False, wait, copy)])]
     assert rules == ["a", "a"]
-    assert [v.rule for v in check_seed3([_record(True, wait)])] == ["c"]
-    assert [v.rule for v in check_seed3([_record(True, (), copy)])] == ["c"]
-    assert [v.rule for v in check_seed3([_record(False, expected=(4,))])] == ["b"]
-    message = str(check_seed3([_record(False, wait)])[0])
+    assert [v.rule for v in check_seq_lens_sync([_record(True, wait)])] == ["c"]
+    assert [v.rule for v in check_seq_lens_sync([_record(True, (), copy)])] == ["c"]
+    assert [v.rule for v in check_seq_lens_sync([_record(False, expected=(4,))])] == ["b"]
+    message = str(check_seq_lens_sync([_record(False, wait)])[0])
     assert message == "(a) step 0: event synchronize at runner.py:7:m"

@@ -10,9 +10,9 @@ import torch
 
 from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
 from syncgate.fakedev import simulated_accelerator
-from syncgate.npu.driver import check_seed3, run_scenario
+from syncgate.npu.driver import check_seq_lens_sync, run_scenario
 from syncgate.npu.harness import (
-    SEED3_METHODS,
+    SEQ_LENS_METHODS,
     AscendSource,
     bind,
     cuda_mapped_to_npu,
@@ -47,7 +47,7 @@ def test_loads_upstream_methods_with_their_file_and_lines(after_fix_source):
     cls = load_runner_class(after_fix_source, SimulatedGPUModelRunner)
     path = after_fix_source.module_file()
     lines = path.read_text().splitlines()
-    for name in SEED3_METHODS:
+    for name in SEQ_LENS_METHODS:
         code = vars(cls)[name].__code__
         assert code.co_filename == str(path)
         assert lines[code.co_firstlineno - 1].strip().startswith(f"def {name}(")
@@ -217,7 +217,7 @@ def test_import_mode_splices_the_simulated_parent_under_the_real_class(
             AddRequest(4), AddRequest(2), Schedule((3,)), Schedule((3,), (2,), (1,), 1),
             Schedule((3,), (2,), (2,), 2),
         ])
-        assert check_seed3(result.records) == []
+        assert check_seq_lens_sync(result.records) == []
         assert result.device_counts == result.truth
 
 

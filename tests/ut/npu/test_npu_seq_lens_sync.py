@@ -1,4 +1,4 @@
-"""The seed-3 property (vllm-ascend #13382) on runner methods driven by scheduler sequences.
+"""The seq-lens sync property (vllm-ascend #13382) on runner methods driven by scheduler sequences.
 
 (a) without speculation, no event synchronize and no device-to-host copy in any step;
 (b) ``seq_lens_cpu`` equals device-true ``num_computed_tokens`` + scheduled tokens, every step;
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncgate.npu.driver import check_seed3, run_scenario
+from syncgate.npu.driver import check_seq_lens_sync, run_scenario
 from syncgate.npu.harness import load_runner_class
 from syncgate.npu.parent import SimulatedGPUModelRunner
 from syncgate.npu.scheduler import AddRequest, Finish, Preempt, Schedule
@@ -53,7 +53,7 @@ REVEALING = [
 def _rules(runner_cls: type, spec: RunnerSpec, actions: list) -> set[str]:
     result = run_scenario(runner_cls, spec, actions)
     assert result.device_counts == result.truth  # the simulation itself agrees with the model
-    return {v.rule for v in check_seed3(result.records)}
+    return {v.rule for v in check_seq_lens_sync(result.records)}
 
 
 @settings(settings.get_profile("syncgate-npu"))
@@ -61,7 +61,7 @@ def _rules(runner_cls: type, spec: RunnerSpec, actions: list) -> set[str]:
 def test_after_fix_shape_holds_the_property(after_runner, spec, actions):
     result = run_scenario(after_runner, spec, actions)
     assert result.records, "every sequence runs at least one step"
-    assert check_seed3(result.records) == []
+    assert check_seq_lens_sync(result.records) == []
     assert result.device_counts == result.truth
 
 
@@ -71,7 +71,7 @@ def test_after_fix_shape_holds_the_property(after_runner, spec, actions):
 def test_before_version_syncs_every_step_without_speculation(before_source, actions):
     runner = load_runner_class(before_source, SimulatedGPUModelRunner)
     result = run_scenario(runner, RunnerSpec(MAX_REQS, 0), actions)
-    violations = check_seed3(result.records)
+    violations = check_seq_lens_sync(result.records)
     assert {v.rule for v in violations} == {"a"}  # seq_lens are right, the waits are not needed
     steps_hit = {v.step for v in violations}
     assert steps_hit == {r.index for r in result.records}  # (a) fails in every single step
