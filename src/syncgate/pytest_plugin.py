@@ -4,6 +4,7 @@
   ``@pytest.mark.parametrize("fake_accelerator", ["npu"], indirect=True)``).
 - ``sync_audit``: the ledger of that accelerator.
 - ``ascend_before_source``: the extracted vllm-ascend 0.23.0.post1 sdist (cached; skips if absent).
+- ``group_server``: factory of the running server session for one group of the device profile.
 - ``--syncgate-device``: the device profile serve-level tests run against (default ``cpu``).
 """
 
@@ -70,11 +71,13 @@ def syncgate_model() -> Path:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(
+def group_server(
     request: pytest.FixtureRequest, syncgate_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[object]:
-    """Factory ``vllm_server(group_name)``: a healthy server for a group of the
-    ``--syncgate-device`` profile, audit armed, shared by consecutive tests of that group."""
+    """Factory ``group_server(group_name)``: the session (a healthy server, audit armed) of a
+    group of the ``--syncgate-device`` profile, shared by consecutive tests of that group.
+
+    Not :func:`syncgate.serve.vllm.vllm_server`, which makes one bare, unstarted server."""
     from syncgate.check.pool import ServerPool
     from syncgate.profiles import builtin_profile_path, load_profile
 

@@ -1,7 +1,7 @@
 """Serve level: a real `vllm serve` per flag group of the --syncgate-device profile.
 
 Tests are parametrized by (group, scenario) in profile order, so the session-wide
-``vllm_server`` factory starts each group's server once.
+``group_server`` factory starts each group's server once.
 """
 
 import importlib.util

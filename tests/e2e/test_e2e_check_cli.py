@@ -46,9 +46,9 @@ def test_sync_heavy_mutant_fails_the_gate_naming_to_list(tmp_path, no_leftovers,
     assert no_leftovers(tmp_path) == []
 
 
-def test_corrupted_token_is_reported_as_the_first_divergence(vllm_server, hf_reference, budgets,
+def test_corrupted_token_is_reported_as_the_first_divergence(group_server, hf_reference, budgets,
                                                              profile, tmp_path):
-    session = vllm_server(profile.groups[0].name)
+    session = group_server(profile.groups[0].name)
     run = session.run(SCENARIOS["sequential"])
     victim = run.outcome.generations[3]
     original = victim.token_ids[5]

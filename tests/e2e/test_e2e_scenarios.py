@@ -9,9 +9,9 @@ from syncgate.serve.scenarios import SCENARIOS
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_scenario(group_scenario, vllm_server, hf_reference, budgets, profile):
+def test_scenario(group_scenario, group_server, hf_reference, budgets, profile):
     group_name, scenario_name = group_scenario
-    session = vllm_server(group_name)
+    session = group_server(group_name)
     run = session.run(SCENARIOS[scenario_name])
     result = session.result
     single = GroupRun(result.profile_group, result.flags, result.log_path, result.audit_dir,
