@@ -1,7 +1,9 @@
 """``syncgate check`` as a library: model, servers per flag group, parity, budgets, reports.
 
-Order matters for a 2-core machine: the servers run one at a time, and the HF reference runs only
-after the last server has stopped, because each wants both cores.
+Order matters for a 2-core machine: the servers run one at a time. The HF reference (one thread)
+is built and warmed in the background from the start, mostly while servers boot on the other
+core; it stops warming when the last server has stopped, and the judge generates whatever
+it still lacks then.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def env_header(plan: Plan) -> dict[str, Any]:
     model = str(plan.model_dir)
     if plan.recipe is not None:
         model = f"{plan.recipe}:{load_recipe(plan.recipe).digest()}"
-    return header(device=plan.profile.device, profile=plan.profile.source,
+    return header(device=plan.stack, profile=plan.profile.source,
                   flags={g.name: plan.profile.group_flags(g) for g in plan.groups},
                   seed=plan.profile.seed, model=model)
 
@@ -90,4 +92,5 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
         scenarios=scenarios,
         groups=group_verdicts,
         timings=timings,
+        rehearsal=None if plan.rehearsal is None else plan.rehearsal.to_json(plan.budgets),
     )
