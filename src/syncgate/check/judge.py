@@ -8,14 +8,11 @@ speculation mode.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from syncgate.audit.budgets import Budget, BudgetSet
-from syncgate.audit.events import SYNC_KINDS
-from syncgate.audit.ledger import Step
 from syncgate.audit.verdict import Verdict, evaluate
 from syncgate.check.run import GroupRun, ScenarioRun
 from syncgate.parity import Divergence, Tolerance, compare_exact, compare_logprob
@@ -72,19 +69,11 @@ class GroupVerdict:
     budget: Budget
     between: Verdict
     problems: list[str] = field(default_factory=list)
+    scenarios: list[ScenarioVerdict] = field(default_factory=list)  # the group's, in run order
 
     @property
     def passed(self) -> bool:
         return self.between.passed and not self.problems
-
-
-def mean_per_step(steps: Sequence[Step], kind: str = "decode") -> dict[str, float]:
-    """Mean syncs of each kind per step of ``kind``, allow-listed sites included."""
-    chosen = [s for s in steps if s.kind.value == kind]
-    totals: Counter[str] = Counter()
-    for step in chosen:
-        totals.update(step.counts())
-    return {k: (totals[k] / len(chosen) if chosen else 0.0) for k in SYNC_KINDS}
 
 
 def judge(groups: Sequence[GroupRun], reference: Reference, budgets: BudgetSet, *,
@@ -100,8 +89,8 @@ def judge(groups: Sequence[GroupRun], reference: Reference, budgets: BudgetSet, 
         if group.speculation is not None and group.speculation != group.profile_group.speculation:
             problems.append(f"profile says speculation={group.profile_group.speculation}, "
                             f"the worker ran with speculation={group.speculation}")
-        group_verdicts.append(GroupVerdict(group, budget, evaluate(group.unattributed, budget),
-                                           problems))
+        group_verdict = GroupVerdict(group, budget, evaluate(group.unattributed, budget), problems)
+        group_verdicts.append(group_verdict)
         for run in group.scenarios:
             verdict = ScenarioVerdict(run, budget)
             verdict.problems += run.outcome.problems
@@ -115,6 +104,7 @@ def judge(groups: Sequence[GroupRun], reference: Reference, budgets: BudgetSet, 
             for gen in run.outcome.generations:
                 _check_generation(verdict, gen, run.key, reference, anchors, mode, tolerance)
             scenario_verdicts.append(verdict)
+            group_verdict.scenarios.append(verdict)
     return scenario_verdicts, group_verdicts
 
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from syncgate import junit_writer
 from syncgate.audit.events import SYNC_KINDS
-from syncgate.check.judge import GroupVerdict, ScenarioVerdict, mean_per_step
+from syncgate.audit.verdict import StepDecisions
+from syncgate.check.judge import GroupVerdict, ScenarioVerdict
 from syncgate.reportfiles import write_all
 
 _SHORT = {"device_sync": "dev", "stream_sync": "strm", "event_sync": "evt",
@@ -47,7 +48,7 @@ def table(result: CheckResult) -> str:
             f"{len(verdict.hf)}hf/{len(verdict.peers)}peer")
         if verdict.tolerated and parity == "ok":
             parity = f"ok~{len(verdict.tolerated)}"
-        means = mean_per_step(run.steps)
+        means = _decode_means(verdict, with_allowed=True)
         syncs = " ".join(f"{means[k]:>5.2f}" for k in SYNC_KINDS)
         budget = verdict.budget.label if verdict.sync is None or verdict.sync.passed else (
             f"{len(verdict.sync.breaches)} breach(es)")
@@ -124,19 +125,20 @@ def _scenario_json(verdict: ScenarioVerdict) -> dict[str, Any]:
             "peers": [i.to_json() for i in verdict.peers],
             "tolerated": [i.to_json() for i in verdict.tolerated],
         },
-        "steps": dict(_count_kinds(run.steps)),
-        "mean_syncs_per_decode_step": mean_per_step(run.steps),
+        "steps": {} if verdict.sync is None else verdict.sync.num_steps,
+        "mean_syncs_per_decode_step": _decode_means(verdict, with_allowed=True),
+        "mean_syncs_per_decode_step_counted": _decode_means(verdict, with_allowed=False),
         "budget": verdict.budget.label,
         "sync_verdict": None if verdict.sync is None else verdict.sync.to_json(),
         "generations": [g.to_json() for g in run.outcome.generations],
     }
 
 
-def _count_kinds(steps: Sequence[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for step in steps:
-        counts[step.kind.value] = counts.get(step.kind.value, 0) + 1
-    return counts
+def _decode_means(verdict: ScenarioVerdict, *, with_allowed: bool) -> dict[str, float]:
+    """The verdict's mean syncs per decode step; zeros for a scenario without steps."""
+    if verdict.sync is None:
+        return dict.fromkeys(SYNC_KINDS, 0.0)
+    return verdict.sync.decisions.mean_per_step_of("decode", with_allowed=with_allowed)
 
 
 def junit(result: CheckResult) -> str:
@@ -173,24 +175,19 @@ def plot(result: CheckResult, path: Path) -> None:
                              figsize=(11, 2.6 * max(1, len(result.groups))), squeeze=False)
     for ax, verdict in zip(axes[:, 0], result.groups, strict=False):
         group = verdict.run
-        steps = [s for run in group.scenarios for s in run.steps]
-        layers: dict[str, list[int]] = {"allow-listed": [0] * len(steps)}
-        layers.update({kind: [0] * len(steps) for kind in SYNC_KINDS})
-        for i, step in enumerate(steps):
-            for event in step.events:
-                allowed = verdict.budget.allowed_by(event) is not None
-                layers["allow-listed" if allowed else event.kind.value][i] += 1
+        judged = [_judged_steps(v) for v in verdict.scenarios]
+        steps = [s for run in judged for s in run]
         bottom = [0] * len(steps)
-        for name, heights in layers.items():
+        for name, heights in step_layers(steps).items():
             if any(heights):
                 style = ({"color": "lightgrey", "hatch": "//"} if name == "allow-listed" else {})
                 ax.bar(range(len(steps)), heights, bottom=bottom, width=1.0, label=name, **style)
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         at = 0
-        for run in group.scenarios:
+        for scenario, run in zip(verdict.scenarios, judged, strict=True):
             ax.axvline(at - 0.5, color="grey", linewidth=0.6)
-            ax.text(at, ax.get_ylim()[1] * 0.95, run.scenario.name, fontsize=7, va="top")
-            at += len(run.steps)
+            ax.text(at, ax.get_ylim()[1] * 0.95, scenario.run.scenario.name, fontsize=7, va="top")
+            at += len(run)
         ax.set_title(f"{group.profile_group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
                      fontsize=8)
         ax.set_ylabel("syncs / step")
@@ -200,6 +197,18 @@ def plot(result: CheckResult, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def step_layers(steps: Sequence[StepDecisions]) -> dict[str, list[int]]:
+    """Bar heights per step, as the verdict decided: allow-listed syncs, then counted ones by kind."""
+    layers = {"allow-listed": [len(s.allowed) for s in steps]}
+    counted = [s.kinds() for s in steps]
+    layers.update({kind: [c[kind] for c in counted] for kind in SYNC_KINDS})
+    return layers
+
+
+def _judged_steps(verdict: ScenarioVerdict) -> Sequence[StepDecisions]:
+    return () if verdict.sync is None else verdict.sync.steps
 
 
 def write_reports(result: CheckResult, report_dir: Path) -> dict[str, Path]:
