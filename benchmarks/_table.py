@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ def emit(name: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> Path
     path = RESULTS / f"{name}.json"
     payload = {
         "benchmark": name,
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
         "rows": rows,
         "summary": summary,

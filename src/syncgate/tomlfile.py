@@ -7,12 +7,11 @@ subtype naming the file and ``<file>`` or ``<toml>`` as the key, in one line.
 from __future__ import annotations
 
 import math
+import tomllib
 from collections.abc import Iterable
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from syncgate.errors import ConfigError
 from syncgate.safeio import read_regular

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,7 +19,6 @@ from importlib import resources
 from typing import Any
 
 import requests
-import tomllib
 
 from syncgate.errors import RequestError
 from syncgate.serve.client import Completion, OpenAIClient

@@ -2,7 +2,6 @@
 is absent there (it happened: the model recipes, so `syncgate check` failed only in the image)."""
 
 import fnmatch
-
 import tomllib
 
 SOURCE_SUFFIXES = (".py", ".pyc")
