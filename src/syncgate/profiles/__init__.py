@@ -12,6 +12,7 @@ the profile's own directory, a built-in budget name to its file, the tolerance t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -21,11 +22,11 @@ from syncgate.audit.budgets import builtin_budget_path
 from syncgate.errors import BudgetError, ProfileError
 from syncgate.models.recipe import ARCHES
 from syncgate.parity.compare import Tolerance
+from syncgate.serve.flags import reserved_flag
 from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 DEVICES = ("cpu", "cuda", "npu")
 PARITY_MODES = ("exact", "logprob")
-RESERVED_FLAGS = ("--host", "--port", "--served-model-name", "--uds")
 _TOP_KEYS = {
     "device", "runner", "model", "budgets", "parity", "seed", "startup_timeout_s",
     "request_timeout_s", "tolerance", "env", "serve", "group", "prestart",
@@ -136,8 +137,8 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
     timeouts = {}
     for key in ("startup_timeout_s", "request_timeout_s"):
         value = need(key, (int, float))
-        if value <= 0:
-            raise ProfileError(source, key, f"must be positive, got {value}")
+        if not math.isfinite(value) or value <= 0:
+            raise ProfileError(source, key, f"must be positive and finite, got {value}")
         timeouts[key] = float(value)
     model = need("model", str)
     budgets = need("budgets", str)
@@ -220,8 +221,11 @@ def _flags(raw: Any, where: str, source: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
         raise ProfileError(source, where, "must be a list of strings")
     for flag in raw:
-        if flag.split("=", 1)[0] in RESERVED_FLAGS:
-            raise ProfileError(source, where, f"{flag} is set by syncgate (loopback, free port)")
+        option = reserved_flag(flag)
+        if option is not None:
+            raise ProfileError(source, where, f"{flag} would set {option}, which is set by syncgate "
+                               "(loopback, free port)" if option != "--config" else
+                               f"{flag}: a --config file could set the host or port")
     return tuple(raw)
 
 

@@ -11,6 +11,7 @@ signalling, so reparented grandchildren are still found.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import signal
@@ -77,6 +78,17 @@ def _running(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def listening(pid: int) -> list[tuple[str, int]]:
+    """``(address, port)`` of every TCP socket the tree of ``pid`` listens on."""
+    found = set()
+    for proc in tree(pid):
+        with contextlib.suppress(psutil.Error):
+            for conn in proc.net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr:
+                    found.add((conn.laddr.ip, conn.laddr.port))
+    return sorted(found)
 
 
 def tree_rss(pid: int) -> int:
@@ -176,6 +188,7 @@ class ManagedServer:
         """Block until ``/health`` answers 200; returns seconds since launch."""
         try:
             self._wait_healthy(self._launched, progress)
+            self.check_bind()
         except BaseException:
             self.stop()
             raise
@@ -202,6 +215,17 @@ class ManagedServer:
             if progress is not None:
                 progress(now - started)
             time.sleep(0.5)
+
+    def check_bind(self) -> None:
+        """Fail unless every socket the tree listens on is a loopback address.
+
+        Profiles cannot set ``--host`` (:mod:`syncgate.serve.flags`); this catches whatever
+        else could make a server reachable from the network.
+        """
+        for ip, port in listening(self.pid):
+            if not ipaddress.ip_address(ip.split("%", 1)[0]).is_loopback:
+                raise ServerError(f"server {self.name!r} listens on {ip}:{port}; syncgate serves "
+                                  f"on {LOOPBACK} only (log: {self.log_path})")
 
     def healthy(self) -> bool:
         try:

@@ -6,6 +6,7 @@ Usage: fake_server.py PORT MODE, MODE one of
   never    - serve /health 503 forever (never becomes healthy)
   exit     - print an argparse-like error and exit 2 (an invalid flag)
   stubborn - like healthy, but ignore SIGTERM (teardown must escalate to SIGKILL)
+  anyhost  - like healthy, but listen on all interfaces (0.0.0.0), as a leaked --host would
 """
 
 import http.server
@@ -54,4 +55,5 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+http.server.HTTPServer(("0.0.0.0" if mode == "anyhost" else "127.0.0.1", port),
+                       Handler).serve_forever()

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from syncgate.errors import PortInUseError, ServerStartError, ServerTimeoutError
-from syncgate.serve.process import LOOPBACK, ensure_port_free, tree
+from syncgate.errors import PortInUseError, ServerError, ServerStartError, ServerTimeoutError
+from syncgate.serve.process import LOOPBACK, ensure_port_free, listening, tree
 
 
 def test_healthy_server_tree_is_gone_after_stop(fake_server, gone):
@@ -103,3 +103,17 @@ def test_killed_launcher_takes_a_server_that_ignores_sigterm_down(launch_driver,
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_server_listening_beyond_loopback_fails_and_is_stopped(fake_server, gone):
+    server = fake_server("anyhost")
+    with pytest.raises(ServerError, match=r"listens on 0\.0\.0\.0:\d+; syncgate serves on 127\.0\.0\.1"):
+        server.start()
+    assert not server.alive()
+
+
+def test_a_loopback_server_passes_the_bind_check(fake_server):
+    server = fake_server("healthy")
+    server.start()
+    assert ("127.0.0.1", server.port) in listening(server.pid)
+    server.check_bind()
