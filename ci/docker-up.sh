@@ -20,7 +20,11 @@ cd "$(dirname "$0")/.."
 
 state="${SYNCGATE_DOCKER_STATE:-/tmp/syncgate-docker}"
 cache="${SYNCGATE_CACHE_DIR:-$HOME/.cache/syncgate}/docker"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# shellcheck source=ci/apt-sources.sh
+source ci/apt-sources.sh
+# Debian's packages from this machine's own apt sources (or DEBIAN_MIRROR / DEBIAN_SECURITY_MIRROR).
+mirror="${DEBIAN_MIRROR:-$(apt_uri bookworm)}"
+security_mirror="${DEBIAN_SECURITY_MIRROR:-$(apt_uri bookworm-security)}"
 base_image="${SYNCGATE_BASE_IMAGE:-debian:bookworm-slim}"
 docker=/usr/bin/docker   # Debian's client: BuildKit without buildx
 log() { echo "docker-up: $*" >&2; }
@@ -60,6 +64,7 @@ if ! $docker image inspect "$base_image" >/dev/null 2>&1; then
   if [[ ! -s $tarball ]]; then
     rootfs="$(mktemp -d "$state/rootfs.XXXXXX")"
     trap 'rm -rf "$rootfs"' EXIT
+    [[ -n $mirror ]] || die "no apt source for bookworm in /etc/apt (set DEBIAN_MIRROR)"
     log "debootstrap --variant=minbase bookworm from $mirror"
     debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$state/debootstrap.log" 2>&1 \
       || die "debootstrap failed (log: $state/debootstrap.log)"
@@ -70,11 +75,13 @@ if ! $docker image inspect "$base_image" >/dev/null 2>&1; then
       >"$rootfs/etc/apt/apt.conf.d/docker-indexes"
     printf 'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb || true"; };\n' \
       >"$rootfs/etc/apt/apt.conf.d/docker-clean"
-    cat >"$rootfs/etc/apt/sources.list" <<EOF
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb ${mirror%/debian}/debian-security bookworm-security main
-EOF
+    printf 'deb %s bookworm main\ndeb %s bookworm-updates main\n' "$mirror" "$mirror" \
+      >"$rootfs/etc/apt/sources.list"
+    if [[ -n $security_mirror ]]; then
+      printf 'deb %s bookworm-security main\n' "$security_mirror" >>"$rootfs/etc/apt/sources.list"
+    else
+      log "no apt source for bookworm-security here: the image's sources.list has none"
+    fi
     chroot "$rootfs" apt-get clean
     rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* \
       "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log

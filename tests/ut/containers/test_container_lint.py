@@ -94,7 +94,7 @@ def test_actionlint_catches_an_undefined_input(run_tool, repo, tmp_path):
     assert "vllm-ascend-rev" in lint.stdout
 
 
-SCRIPTS = ("ci/docker-up.sh", "ci/docker-down.sh", "ci/gate.sh", "docker/npu-entrypoint.sh",
+SCRIPTS = ("ci/docker-up.sh", "ci/apt-sources.sh", "ci/docker-down.sh", "ci/gate.sh", "docker/npu-entrypoint.sh",
            "docker/fetch-ref.sh", ".ci/run")
 
 
