@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from syncgate.audit.budgets import BudgetSet, load_budgets
+from syncgate.check.rehearsal import Rehearsal, rehearse_profile, require_device
 from syncgate.errors import ProfileError, ReportDirError, UsageError
 from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile
 from syncgate.serve.scenarios import SCENARIOS
@@ -25,10 +26,17 @@ class Plan:
     recipe: str | None
     budgets: BudgetSet
     report_dir: Path
+    rehearsal: Rehearsal | None = None  # a device profile rehearsed on the CPU stack
+
+    @property
+    def stack(self) -> str:
+        """The device the servers really run on."""
+        return self.rehearsal.stack if self.rehearsal is not None else self.profile.device
 
 
 def make_plan(device: str | None, profile_path: str | None, model: str | None,
-              scenarios: list[str] | None, report_dir: str) -> Plan:
+              scenarios: list[str] | None, report_dir: str, rehearse: bool = False) -> Plan:
+    """Settle the run; a device profile without its device is refused here unless rehearsed."""
     profile = load_profile(profile_path or builtin_profile_path(device or "cpu"))
     if device is not None and profile_path is not None and profile.device != device:
         raise UsageError(f"--device {device} contradicts {profile.source} (device = {profile.device})")
@@ -37,10 +45,15 @@ def make_plan(device: str | None, profile_path: str | None, model: str | None,
             if name not in SCENARIOS:
                 raise ProfileError(profile.source, f"group[{i}].scenarios",
                                    f"unknown scenario {name!r}")
+    rehearsal = None
+    if rehearse:
+        profile, rehearsal = rehearse_profile(profile)
+    else:
+        require_device(profile.device)
     groups = _select(profile, scenarios)
     model_dir, recipe = _model(profile, model)
     return Plan(profile, groups, model_dir, recipe, load_budgets(profile.budget_file),
-                prepare_report_dir(Path(report_dir)))
+                prepare_report_dir(Path(report_dir)), rehearsal)
 
 
 def _select(profile: Profile, wanted: list[str] | None) -> tuple[Group, ...]:

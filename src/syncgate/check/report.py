@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from syncgate import junit_writer
-from syncgate.audit.events import SYNC_KINDS
+from syncgate.audit.events import LOGPROB_REQS, SYNC_KINDS
 from syncgate.audit.verdict import StepDecisions
 from syncgate.check.judge import GroupVerdict, ScenarioVerdict
 from syncgate.reportfiles import write_all
@@ -31,10 +32,18 @@ class CheckResult:
     scenarios: list[ScenarioVerdict]
     groups: list[GroupVerdict]
     timings: dict[str, float] = field(default_factory=dict)
+    rehearsal: dict[str, Any] | None = None  # a device profile rehearsed on the CPU stack
 
     @property
     def passed(self) -> bool:
         return all(s.passed for s in self.scenarios) and all(g.passed for g in self.groups)
+
+    @property
+    def what(self) -> str:
+        """``""``, or what a rehearsal is, for every face of the report to say."""
+        if self.rehearsal is None:
+            return ""
+        return f"rehearsal of {self.rehearsal['device']} on {self.rehearsal['stack']}"
 
 
 def table(result: CheckResult) -> str:
@@ -42,6 +51,9 @@ def table(result: CheckResult) -> str:
     kinds = " ".join(f"{_SHORT[k]:>5}" for k in SYNC_KINDS)
     head = f"{'scenario':<38} {'gens':>4} {'parity':<10} {'steps':>5}  {kinds}  {'budget':<22} result"
     lines = [head, "-" * len(head)]
+    if result.rehearsal is not None:
+        lines.insert(0, f"REHEARSAL: the {result.rehearsal['device']} profile on the "
+                        f"{result.rehearsal['stack']} stack; not a device verdict")
     for verdict in result.scenarios:
         run = verdict.run
         parity = "ok" if not (verdict.hf or verdict.peers) else (
@@ -59,6 +71,21 @@ def table(result: CheckResult) -> str:
             f"{syncs}  {budget:<22} {'PASS' if verdict.passed else 'FAIL'}"
         )
     lines.append("(syncs: mean per decode step, allow-listed sites included)")
+    served = [(v.run.key, _logprobs(v)) for v in result.scenarios]
+    for key, logprobs in served:
+        if logprobs["steps"]:
+            lines.append(f"logprobs: {key}: {logprobs['steps']} step(s) served logprob requests; "
+                         f"{sum(logprobs['allowed'].values())} sync(s) allowed only there "
+                         f"({', '.join(logprobs['allowed']) or 'none'})")
+    judged = [key for key, logprobs in served if not logprobs["steps"]]
+    lines.append(f"logprobs: {len(judged)} budget-judged scenario(s) ran no step with logprobs")
+    if result.rehearsal is not None:
+        lines.append(f"{result.what}: replaced to serve on CPU: "
+                     + ("; ".join(result.rehearsal["replaced"]) or "nothing"))
+        for label, gaps in result.rehearsal["not_shown"].items():
+            if any(v.budget.label == label for v in result.scenarios):
+                lines += [f"{result.what}: budget {label}: not shown by the CPU stack: {gap}"
+                          for gap in gaps]
     for group in result.groups:
         if not group.passed:
             lines.append(f"{group.run.profile_group.name} (between scenarios): FAIL")
@@ -66,19 +93,29 @@ def table(result: CheckResult) -> str:
 
 
 def failure_lines(result: CheckResult) -> list[str]:
-    lines = []
+    lines = [] if result.rehearsal is None else [f"({result.what})"]
     for verdict in result.scenarios:
         lines += [f"{verdict.run.key}: {text}" for text in verdict.failures()]
     for group in result.groups:
         lines += [f"{group.run.profile_group.name}: {p}" for p in group.problems]
         lines += [f"{group.run.profile_group.name} (between scenarios): budget {group.budget.label}: "
                   f"{b.describe()}" for b in group.between.breaches]
-    return lines
+    return lines if len(lines) > (result.rehearsal is not None) else []
 
 
 def to_json(result: CheckResult) -> dict[str, Any]:
+    scenarios = [_scenario_json(v) for v in result.scenarios]
+    if result.rehearsal is not None:  # every budget verdict says what the CPU stack cannot show
+        for shown in scenarios:
+            shown["budget"] += f" ({result.what})"
+            if shown["sync_verdict"] is not None:
+                shown["sync_verdict"]["rehearsal"] = {
+                    "what": result.what,
+                    "not_shown": result.rehearsal["not_shown"].get(shown["sync_verdict"]["budget"], []),
+                }
     return {
         "passed": result.passed,
+        "rehearsal": result.rehearsal,
         "env": result.env,
         "profile": result.profile,
         "model": result.model,
@@ -102,7 +139,7 @@ def to_json(result: CheckResult) -> dict[str, Any]:
             }
             for g in result.groups
         ],
-        "scenarios": [_scenario_json(v) for v in result.scenarios],
+        "scenarios": scenarios,
     }
 
 
@@ -129,6 +166,7 @@ def _scenario_json(verdict: ScenarioVerdict) -> dict[str, Any]:
         "mean_syncs_per_decode_step": _decode_means(verdict, with_allowed=True),
         "mean_syncs_per_decode_step_counted": _decode_means(verdict, with_allowed=False),
         "budget": verdict.budget.label,
+        "logprobs": _logprobs(verdict),
         "sync_verdict": None if verdict.sync is None else verdict.sync.to_json(),
         "generations": [g.to_json() for g in run.outcome.generations],
     }
@@ -141,19 +179,36 @@ def _decode_means(verdict: ScenarioVerdict, *, with_allowed: bool) -> dict[str, 
     return verdict.sync.decisions.mean_per_step_of("decode", with_allowed=with_allowed)
 
 
+def _logprobs(verdict: ScenarioVerdict) -> dict[str, Any]:
+    """Steps of the scenario that served logprob requests, and what only those steps allowed."""
+    steps = sum(1 for step in verdict.run.steps if step.meta.get(LOGPROB_REQS))
+    allowed: Counter[str] = Counter()
+    if verdict.sync is not None:
+        allowed.update(d.event.site.symbol for s in verdict.sync.steps for d in s.allowed
+                       if d.rule is not None and d.rule.logprobs_only)
+    return {"steps": steps, "allowed": dict(allowed)}
+
+
+def _suite(result: CheckResult) -> str:
+    """JUnit's suite and class prefix: a rehearsal says so in every test case's class."""
+    if result.rehearsal is None:
+        return "syncgate.check"
+    return f"syncgate.check.rehearsal-{result.rehearsal['device']}-on-{result.rehearsal['stack']}"
+
+
 def junit(result: CheckResult) -> str:
-    suite = junit_writer.new_suite("syncgate.check")
+    suite = junit_writer.new_suite(_suite(result))
     for verdict in result.scenarios:
         run = verdict.run
         file, line = run.scenario.location
-        case = junit_writer.add_case(suite, f"syncgate.check.{run.group_name}", run.scenario.name,
+        case = junit_writer.add_case(suite, f"{_suite(result)}.{run.group_name}", run.scenario.name,
                                      file=file, line=line, time=run.duration_s)
         failures = verdict.failures()
         if failures:
             ET.SubElement(case, "failure", message=failures[0][:500]).text = "\n".join(failures)
     for group in result.groups:
         if not group.passed:
-            case = junit_writer.add_case(suite, f"syncgate.check.{group.run.profile_group.name}",
+            case = junit_writer.add_case(suite, f"{_suite(result)}.{group.run.profile_group.name}",
                                          "between_scenarios", time=0)
             lines = group.problems + [b.describe() for b in group.between.breaches]
             ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
@@ -188,7 +243,10 @@ def plot(result: CheckResult, path: Path) -> None:
             ax.axvline(at - 0.5, color="grey", linewidth=0.6)
             ax.text(at, ax.get_ylim()[1] * 0.95, scenario.run.scenario.name, fontsize=7, va="top")
             at += len(run)
-        ax.set_title(f"{group.profile_group.name} ({verdict.budget.label}): {' '.join(group.flags)}"[:120],
+        title = f"{group.profile_group.name} ({verdict.budget.label}): {' '.join(group.flags)}"
+        if result.rehearsal is not None:
+            title = f"{result.what.upper()}: {title}"
+        ax.set_title(title[:120],
                      fontsize=8)
         ax.set_ylabel("syncs / step")
         if any(bottom):

@@ -73,7 +73,6 @@ class GroupSession:
         self._stopped = False
         short, long = load_prompts()
         self._prompts = short, long
-        self._top_logprobs = 5 if profile.parity == "logprob" else 0
         self._timeout = profile.request_timeout_s
         self.context: Context | None = None
 
@@ -93,8 +92,9 @@ class GroupSession:
         self.result.startup_s = self.server.wait_healthy(waiting)
         say(f"[{name}] healthy after {self.result.startup_s:.1f} s on port {self.server.port}")
         self.result.unattributed += self._new_steps()
-        client = OpenAIClient(self.server.base_url, SERVED_MODEL_NAME, self._timeout,
-                              top_logprobs=self._top_logprobs)
+        # no logprobs: a logprobs request adds readbacks to every step serving it; only the
+        # logprob_parity scenario asks for them, in requests of its own
+        client = OpenAIClient(self.server.base_url, SERVED_MODEL_NAME, self._timeout)
         self.context = Context(client, *self._prompts)
 
     def run(self, scenario: Scenario) -> ScenarioRun:

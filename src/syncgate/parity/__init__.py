@@ -5,6 +5,7 @@ from syncgate.parity.compare import (
     Tolerance,
     compare_exact,
     compare_logprob,
+    explained_by,
     first_difference,
 )
 
@@ -13,5 +14,6 @@ __all__ = [
     "Tolerance",
     "compare_exact",
     "compare_logprob",
+    "explained_by",
     "first_difference",
 ]

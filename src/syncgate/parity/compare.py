@@ -11,7 +11,9 @@ Two modes:
   tolerated flip nothing further is compared, because the continuations condition on different
   tokens. Anything else fails exactly as in exact mode.
 
-A generation cut short by a stop string (``allow_truncated``) only has to be a prefix.
+A generation cut short by a stop string (``allow_truncated``) only has to be a prefix. A
+generation that carries no logprobs cannot show a near tie itself: :func:`explained_by` finds the
+same tolerated near tie in generations of the same prompt that do.
 """
 
 from __future__ import annotations
@@ -131,3 +133,14 @@ def compare_logprob(expected: Sequence[int], actual: Sequence[int], *,
     div.tolerated = True
     div.note = f"near tie (rank {rank}, gap {gap:.3f} nats); not compared further"
     return div
+
+
+def explained_by(div: Divergence, ties: Sequence[Divergence]) -> Divergence | None:
+    """The tolerated near tie among ``ties`` that is ``div``: same index, same two tokens.
+
+    The same flip, seen in a request that asked for logprobs, is the evidence a generation
+    without logprobs lacks; a flip anywhere else, or to another token, stays a divergence.
+    """
+    pair = {div.expected, div.actual}
+    return next((t for t in ties if t.tolerated and t.index == div.index
+                 and {t.expected, t.actual} == pair), None)

@@ -1,15 +1,16 @@
 """A small client for vLLM's OpenAI-compatible completions API, in token ids.
 
 Parity is judged on token ids, not text, so every request asks for ``return_token_ids``. Logprobs
-are only requested in the tolerant parity mode: on CPU they trigger an inductor compile of the
-logprob kernel even under ``--enforce-eager`` (20 s for the first request).
+are only asked for by a client made with :meth:`OpenAIClient.with_logprobs` (the logprob-parity
+requests): a logprobs request adds readbacks to every runner step that serves it, and on CPU it
+triggers an inductor compile of the logprob kernel even under ``--enforce-eager`` (20 s, once).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import requests
@@ -62,6 +63,10 @@ class OpenAIClient:
     timeout_s: float = 120.0
     top_logprobs: int = 0
     session: requests.Session = field(default_factory=requests.Session)
+
+    def with_logprobs(self, top_k: int) -> OpenAIClient:
+        """The same client asking for the ``top_k`` logprobs of every generated token."""
+        return replace(self, top_logprobs=top_k)
 
     def _body(self, prompt: Prompt | list[str], max_tokens: int, stop: Sequence[str] | None,
               stream: bool) -> dict[str, Any]:

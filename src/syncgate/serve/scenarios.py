@@ -25,6 +25,7 @@ from syncgate.serve.client import Completion, OpenAIClient
 
 MAX_TOKENS = 32
 CONCURRENCY = 16
+LOGPROB_TOP_K = 5  # logprobs per token in the logprob-parity requests (and the HF reference's)
 
 
 @dataclass
@@ -242,6 +243,27 @@ def preemption(ctx: Context) -> Outcome:
     return outcome
 
 
+def logprob_parity(ctx: Context) -> Outcome:
+    """Every prompt again, asking for top-k logprobs: the evidence for near ties (logprob parity).
+
+    Separate requests, because a logprobs request adds readbacks to each step serving it: the
+    budget-judged scenarios send none, and these steps are judged with the budget's logprob
+    allowance. Each prompt gets the most tokens any scenario asks of it, 16 requests at a time.
+    """
+    client = ctx.client.with_logprobs(LOGPROB_TOP_K)
+    asked = reference_requests(ctx.short, ctx.long)
+    labels = [f"short[{i}]" for i in range(len(ctx.short))] + [
+        f"long[{i}]" for i in range(len(ctx.long))]
+    outcome = Outcome()
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        done = list(pool.map(client.complete, [p for p, _ in asked], [n for _, n in asked]))
+    for label, completion, (_, n) in zip(labels, done, asked, strict=True):
+        outcome.generations.append(Generation.of(label, completion, n))
+        if not completion.top_logprobs:
+            outcome.problems.append(f"{label}: the server returned no logprobs")
+    return outcome
+
+
 def spec_ngram(ctx: Context) -> Outcome:
     """Ngram speculative decoding: same tokens as without it; drafts must really be proposed."""
     before = ctx.metric("vllm:spec_decode_num_drafts_total")
@@ -256,5 +278,5 @@ def spec_ngram(ctx: Context) -> Outcome:
 SCENARIOS: dict[str, Scenario] = {
     fn.__name__: Scenario(fn.__name__, (fn.__doc__ or "").strip().splitlines()[0], fn)
     for fn in (sequential, batched, concurrent, streaming, stop_and_max_tokens, abort,
-               async_scheduling, chunked_prefill, preemption, spec_ngram)
+               async_scheduling, chunked_prefill, preemption, spec_ngram, logprob_parity)
 }

@@ -6,6 +6,7 @@ import pytest
 
 from syncgate.audit.budgets import builtin_budget_path
 from syncgate.check.plan import make_plan
+from syncgate.check.rehearsal import device_problem
 from syncgate.cli import main
 from syncgate.errors import ProfileError, UsageError
 from syncgate.parity import Tolerance
@@ -69,7 +70,9 @@ def test_builtin_profiles_load_and_plan(device, tmp_path):
     assert profile.device == device
     assert {s for g in profile.groups for s in g.scenarios} >= {"sequential", "spec_ngram"}
     assert any(g.speculation for g in profile.groups)
-    make_plan(device, None, None, None, str(tmp_path))
+    # a device profile without its device here is refused unless rehearsed on the CPU stack
+    absent = device_problem(device) is not None
+    make_plan(device, None, None, None, str(tmp_path), rehearse=absent)
 
 
 def _base():
