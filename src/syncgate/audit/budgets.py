@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,6 @@ class BudgetSet:
     profile: str
     budgets: tuple[Budget, ...]
     source: str = ""
-    allow_all: tuple[AllowRule, ...] = field(default=())
 
     def select(self, runner: str, speculation: bool) -> Budget:
         for candidate in (runner, "*"):

@@ -102,9 +102,6 @@ class AcceleratorState:
             return "default"
         return f"stream{self.clock.streams.index(stream)}"
 
-    def activity_of(self, op: str) -> list[Activity]:
-        return [a for a in self.activity if a.op == op]
-
     # --- public helpers --------------------------------------------------------------------
     def enqueue_work(self, seconds: float, stream: SimStream | None = None) -> Marker:
         """Queue ``seconds`` of opaque device work (a kernel, a KV-cache transfer)."""

@@ -55,11 +55,6 @@ def clopper_pearson_interval(
     return lower, upper
 
 
-def all_fail_probability(rate: float, runs: int) -> float:
-    """Chance a test with flake rate ``rate`` fails ``runs`` times in a row (p ** k)."""
-    return rate**runs
-
-
 def _check(failures: int, runs: int) -> None:
     if runs < 1 or not 0 <= failures <= runs:
         raise ValueError(f"need 0 <= failures <= runs and runs >= 1, got {failures}/{runs}")

@@ -5,7 +5,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from syncgate.repro.stats import (
-    all_fail_probability,
     clopper_pearson_interval,
     runs_needed,
     wilson_interval,
@@ -42,7 +41,6 @@ def test_known_intervals():
     assert (round(lo, 4), round(hi, 4)) == (0.1812, 0.5671)
     assert clopper_pearson_interval(0, 10)[0] == 0.0
     assert clopper_pearson_interval(10, 10)[1] == 1.0
-    assert all_fail_probability(0.5, 5) == pytest.approx(0.03125)
 
 
 @given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
