@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from syncgate.environment import parse_header
+from syncgate.environment import HEADER_PREFIX, parse_header
 from syncgate.errors import LogParseError
 from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 
@@ -147,7 +147,7 @@ class TextScanner:
                     self.log.annotations.append(line.strip())
                 if not line:
                     return
-        if "syncgate-env: " in line:
+        if HEADER_PREFIX in line:  # cheap test before the JSON parse
             env = parse_header(line)
             if env is not None:
                 self.log.env = env
