@@ -7,16 +7,14 @@ directory per server run: every journal in it is read as part of the same run.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from syncgate.audit.budgets import Budget, BudgetSet
-from syncgate.audit.events import SYNC_KINDS
 from syncgate.audit.journal import AuditProcess, read_journals, worker_field
 from syncgate.audit.ledger import Step
-from syncgate.audit.verdict import Verdict, evaluate
+from syncgate.audit.verdict import Verdict, decide, evaluate
 
 
 @dataclass
@@ -55,27 +53,19 @@ class AuditRun:
         return evaluate(self.steps, budget)
 
     def num_steps(self) -> dict[str, int]:
-        return dict(Counter(s.kind.value for s in self.steps))
+        """Runner steps by step kind, as the verdict counts them."""
+        return decide(self.steps).num_steps
 
     def mean_per_step(self) -> dict[str, dict[str, float]]:
-        """Mean syncs per step by step kind and sync kind, allow-listed sites included."""
-        totals: dict[str, Counter[str]] = {}
-        for step in self.steps:
-            totals.setdefault(step.kind.value, Counter()).update(step.counts())
-        steps = self.num_steps()
-        return {
-            kind: {sync: totals[kind][sync] / steps[kind] for sync in SYNC_KINDS} for kind in totals
-        }
+        """Mean syncs per step by step kind and sync kind, allow-listed sites included.
 
-    def series(self) -> list[dict[str, Any]]:
-        """Per-step counts in order, for plotting syncs per step."""
-        return [
-            {"index": s.index, "kind": s.kind.value, "pid": w.pid, **s.counts()}
-            for w in self.workers
-            for s in w.steps
-        ]
+        What a budget counts depends on its allow rules: ``verdict(budget).per_step_kind``.
+        """
+        return decide(self.steps).mean_per_step(with_allowed=True)
 
     def to_json(self) -> dict[str, Any]:
+        """``mean_per_step`` (kept for compatibility) equals ``mean_per_step_with_allowed``."""
+        means = self.mean_per_step()
         return {
             "directory": str(self.directory),
             "processes": [
@@ -83,7 +73,8 @@ class AuditRun:
                 for p in self.processes
             ],
             "num_steps": self.num_steps(),
-            "mean_per_step": self.mean_per_step(),
+            "mean_per_step": means,
+            "mean_per_step_with_allowed": means,
         }
 
 
