@@ -26,6 +26,9 @@ from syncgate.repro.runner import PytestResult, read_records
 COMPOSE_LABEL = "com.docker.compose.service"
 PLUGIN_NAME = "syncgate_repro_plugin"
 _EXISTS = "import os,sys\nfor p in sys.argv[1:]:\n    os.path.exists(p) and print(p)"
+_CONFIGS = ("import json,os,sys\nout={}\nfor p in sys.argv[1:]:\n    if os.path.isfile(p):\n"
+            "        with open(p,encoding='utf-8',errors='replace') as f: out[p]=f.read(1<<20)\n"
+            "print(json.dumps(out))")
 _HAS_MODULE = "import importlib.util,sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
 # Record the pytest pid so an interrupted rerun can be killed inside the container; "$@" keeps
 # every argument a separate word, so no node id is ever parsed by the shell.
@@ -102,6 +105,14 @@ class DockerRunner:
             raise ContainerError(f"{self.description}: cannot run {self.python}: "
                                  f"{out.strip()[-200:]}")
         return set(out.splitlines()) & set(paths)
+
+    def config_texts(self, names: tuple[str, ...]) -> dict[str, str]:
+        code, out = self._exec([self.python, "-c", _CONFIGS, *names])
+        try:
+            texts = json.loads(out) if code == 0 else {}
+        except ValueError:
+            texts = {}
+        return {k: v for k, v in texts.items() if k in names and isinstance(v, str)}
 
     def pytest(self, args: list[str], plan: dict[str, Any] | None = None) -> PytestResult:
         stage = f"/tmp/syncgate-repro-{uuid.uuid4().hex[:12]}"

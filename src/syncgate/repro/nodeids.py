@@ -15,6 +15,7 @@ from syncgate.repro.junit import junit_address
 from syncgate.repro.logs import TextScanner, clean_line
 from syncgate.repro.model import CiFailure, CiLog, CiOutcome
 from syncgate.repro.runner import Runner, check_exit
+from syncgate.repro.testfiles import CONFIG_FILES, rules_from
 
 _COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$")
 _LISTED = re.compile(r"^[^\s:=_][^:\n]*\.py::\S.*$")
@@ -39,6 +40,7 @@ class LocalTree:
 
     nodeids: set[str] = field(default_factory=set)
     files: set[str] = field(default_factory=set)  # files that exist locally
+    refused: dict[str, str] = field(default_factory=dict)  # file -> why it is no test file
     errors: dict[str, str] = field(default_factory=dict)  # file -> collection problem
     by_address: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -92,10 +94,12 @@ def collect(runner: Runner, candidates: Iterable[str]) -> LocalTree:
     if not files:
         return tree
     tree.files = runner.existing(files)
-    if not tree.files:
+    rules = rules_from(runner.config_texts(CONFIG_FILES))
+    tree.refused = {f: why for f in sorted(tree.files) if (why := rules.refusal(f)) is not None}
+    if not tree.files - set(tree.refused):
         return tree
     args = ["--collect-only", "-q", "-rfE", "-p", "no:randomly",
-            "--continue-on-collection-errors", *sorted(tree.files)]
+            "--continue-on-collection-errors", *sorted(tree.files - set(tree.refused))]
     if runner.has_module("xdist"):
         args[:0] = ["-n", "0"]  # collect in this process even if addopts asks for workers
     result = check_exit(runner.pytest(args), runner.description)

@@ -139,7 +139,10 @@ def triage(log: CiLog, tree: LocalTree) -> tuple[list[TestVerdict], dict[str, Ci
             continue
         seen.add(nodeid)
         path = nodeid.split("::", 1)[0]
-        if failure.outcome is CiOutcome.COLLECTION_ERROR:
+        if path in tree.refused:  # never imported: pytest would not collect it as a test
+            settled.append(TestVerdict(nodeid, ReproVerdict.MISSING, failure,
+                                       detail=tree.refused[path]))
+        elif failure.outcome is CiOutcome.COLLECTION_ERROR:
             local = tree.errors.get(path)
             detail = ("collection error in CI and here: " + local if local else
                       "collection error in CI; collects here" if tree.has(path) else

@@ -25,9 +25,11 @@ from typing import Any, Protocol
 
 from syncgate.errors import RerunError
 from syncgate.lifeline import Reaper, die_with_parent
+from syncgate.safeio import read_regular
 
 PLUGIN_MODULE = "syncgate.repro.rerun_plugin"
 TEMP_PREFIX = "syncgate-repro-"
+CONFIG_BYTES = 1 << 20  # a pytest config file larger than this is ignored
 _TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-")
 
 
@@ -54,6 +56,9 @@ class Runner(Protocol):
 
     def existing(self, paths: list[str]) -> set[str]:
         """The subset of relative ``paths`` that exist in the runner's working directory."""
+
+    def config_texts(self, names: tuple[str, ...]) -> dict[str, str]:
+        """The text of each of ``names`` that is a regular file at the tree's root."""
 
 
 def read_records(text: str) -> list[dict[str, Any]]:
@@ -91,6 +96,13 @@ class LocalRunner:
 
     def existing(self, paths: list[str]) -> set[str]:
         return {p for p in paths if (self.rootdir / p).exists()}
+
+    def config_texts(self, names: tuple[str, ...]) -> dict[str, str]:
+        texts = {}
+        for name in names:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                texts[name] = read_regular(self.rootdir / name, CONFIG_BYTES).decode("utf-8")
+        return texts
 
     def pytest(self, args: list[str], plan: dict[str, Any] | None = None) -> PytestResult:
         with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
