@@ -11,9 +11,14 @@ from typing import Any
 
 import torch
 
+from syncgate.audit.budgets import AllowRule
 from syncgate.audit.events import StepKind, SyncKind
 from syncgate.fakedev import SimulatedAccelerator
-from syncgate.probes.result import ProbeResult, ProblemCode, count_kinds
+from syncgate.probes.result import ProbeResult, ProblemCode, decide_call
+
+# get_output's one wait, on the event recorded after the copies; the step itself may not wait.
+READY_WAIT = AllowRule(site="*", kind=SyncKind.EVENT_SYNC.value, max_per_step=1,
+                       reason="the one wait on the copy-ready event")
 
 
 def probe_async_output(
@@ -30,13 +35,14 @@ def probe_async_output(
     side = torch.cuda.Stream() if acc.flavour == "cuda" else torch.npu.Stream()
     ids = acc.device_tensor(sampled)
     first_activity = len(acc.activity)
-    with acc.ledger.step(StepKind.DECODE, num_reqs=int(sampled.shape[0])):
+    with acc.ledger.step(StepKind.DECODE, num_reqs=int(sampled.shape[0])) as step:
         output = output_cls(
             model_runner_output, ids, None, list(invalid_req_indices), side, vocab_size=vocab_size
         )
-    construct_events = acc.ledger.steps[-1].events
+    construct = decide_call(step.events)
     activity = acc.activity[first_activity:]
-    for event in construct_events:
+    for decision in construct.decisions:
+        event = decision.event
         result.add(ProblemCode.UNEXPECTED_SYNC, f"the step waited: {event.kind.value} via {event.api}", str(event.site))
     waits = [a for a in activity if a.op == "wait_stream"]
     copies = [a for a in activity if a.op == "copy_d2h_async"]
@@ -54,14 +60,16 @@ def probe_async_output(
     first_event = len(acc.ledger.events)
     fetched = output.get_output()
     fetch_events = acc.ledger.events[first_event:]
-    result.events = construct_events + fetch_events
-    result.counts = count_kinds(result.events)
-    event_waits = [e for e in fetch_events if e.kind is SyncKind.EVENT_SYNC]
-    for event in fetch_events:
-        if event.kind is not SyncKind.EVENT_SYNC:
+    fetch = decide_call(fetch_events, READY_WAIT)
+    result.events = [d.event for d in construct.decisions + fetch.decisions]
+    result.counts = dict(construct.kinds(with_allowed=True) + fetch.kinds(with_allowed=True))
+    for decision in fetch.decisions:
+        event = decision.event
+        if decision.counted and event.kind is not SyncKind.EVENT_SYNC:
             result.add(ProblemCode.UNEXPECTED_SYNC, f"get_output: {event.kind.value} via {event.api}", str(event.site))
-    if len(event_waits) != 1:
-        result.add(ProblemCode.MISSING_TRANSFER, f"get_output waited on {len(event_waits)} events, expected 1")
+    event_waits = fetch.kinds(with_allowed=True)[SyncKind.EVENT_SYNC.value]
+    if event_waits != 1:
+        result.add(ProblemCode.MISSING_TRANSFER, f"get_output waited on {event_waits} events, expected 1")
     expected = [[] if i in invalid_req_indices else row for i, row in enumerate(sampled.tolist())]
     result.value = fetched.sampled_token_ids
     if result.value != expected:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncgate.audit.events import SyncEvent
+from syncgate.audit.budgets import AllowRule
+from syncgate.audit.events import StepKind, SyncEvent
+from syncgate.audit.ledger import Step
+from syncgate.audit.verdict import StepDecisions, decide
 
 
 class ProblemCode(str, enum.Enum):
@@ -65,5 +67,8 @@ class ProbeResult:
         return f"{self.name}: " + "; ".join(str(p) for p in self.problems)
 
 
-def count_kinds(events: Iterable[SyncEvent]) -> dict[str, int]:
-    return dict(Counter(e.kind.value for e in events))
+def decide_call(events: Sequence[SyncEvent], *contract: AllowRule) -> StepDecisions:
+    """The verdict's decision on each sync of one probed call: allowed by the probe's contract
+    (its rules' ``max_per_step`` applied), or counted, which is a problem."""
+    [judged] = decide([Step(0, StepKind.DECODE, list(events))], contract).steps
+    return judged

@@ -14,11 +14,16 @@ from typing import Any
 
 import torch
 
+from syncgate.audit.budgets import AllowRule
 from syncgate.audit.events import StepKind, SyncKind
+from syncgate.audit.verdict import StepDecisions
 from syncgate.fakedev import SimulatedAccelerator
-from syncgate.probes.result import ProbeResult, ProblemCode, count_kinds
+from syncgate.probes.result import ProbeResult, ProblemCode, decide_call
 
 ToList = Callable[[Any, torch.Tensor], list[list[int]]]
+# The contract's one wait, wherever the method under probe lives (real or mutant).
+TRANSFER_WAIT = AllowRule(site="*", kind=SyncKind.EVENT_SYNC.value, max_per_step=1,
+                          reason="the one wait on the transfer event")
 
 
 def to_list_state(acc: SimulatedAccelerator, buffer_rows: int, *, pinned: bool = True) -> Any:
@@ -42,20 +47,19 @@ def probe_to_list(
     generator = torch.Generator().manual_seed(seed)
     expected = torch.randint(0, 32_000, (num_reqs, 1), generator=generator, dtype=torch.int64)
     ids = acc.device_tensor(expected)
-    first_event = len(acc.ledger.events)
     first_activity = len(acc.activity)
-    with acc.ledger.step(StepKind.DECODE, num_reqs=num_reqs):
+    with acc.ledger.step(StepKind.DECODE, num_reqs=num_reqs) as step:
         try:
             result.value = to_list(runner, ids)
         except (RuntimeError, IndexError, ValueError) as exc:
             result.add(ProblemCode.RAISED, f"{type(exc).__name__}: {exc}".splitlines()[0])
-    events = acc.ledger.events[first_event:]
     activity = acc.activity[first_activity:]
-    result.events = events
-    result.counts = count_kinds(events)
+    judged = decide_call(step.events, TRANSFER_WAIT)
+    result.events = list(step.events)
+    result.counts = dict(judged.kinds(with_allowed=True))
     if result.value is not None and result.value != expected.tolist():
         result.add(ProblemCode.WRONG_VALUES, f"got {_head(result.value)}, expected {_head(expected.tolist())}")
-    _judge_syncs(result, events)
+    _judge_syncs(result, judged)
     copies = [a for a in activity if a.op == "copy_d2h_async"]
     records = [a for a in activity if a.op == "event_record"]
     if ProblemCode.BLOCKING_COPY not in result.codes and not copies:
@@ -67,21 +71,21 @@ def probe_to_list(
     return result
 
 
-def _judge_syncs(result: ProbeResult, events: list) -> None:
-    event_waits = 0
-    for event in events:
-        site = str(event.site)
+def _judge_syncs(result: ProbeResult, judged: StepDecisions) -> None:
+    """Every sync the contract did not allow is a problem, named after its kind."""
+    for decision in judged.decisions:
+        if not decision.counted:
+            continue
+        event, site = decision.event, str(decision.event.site)
         if event.kind is SyncKind.BLOCKING_READBACK:
             result.add(ProblemCode.BLOCKING_READBACK, f"{event.api} of a device tensor", site)
         elif event.kind is SyncKind.BLOCKING_COPY:
             result.add(ProblemCode.BLOCKING_COPY, f"{event.api} ({event.detail})", site)
         elif event.kind is SyncKind.EVENT_SYNC:
-            event_waits += 1
-            if event_waits > 1:
-                result.add(ProblemCode.UNEXPECTED_SYNC, "more than one event wait", site)
+            result.add(ProblemCode.UNEXPECTED_SYNC, "more than one event wait", site)
         else:
             result.add(ProblemCode.UNEXPECTED_SYNC, f"{event.kind.value} via {event.api}", site)
-    if event_waits == 0:
+    if not judged.allowed:
         result.add(ProblemCode.MISSING_TRANSFER, "the host never waited on the transfer event")
 
 
