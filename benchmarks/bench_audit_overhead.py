@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _table import emit
-from syncgate.audit.journal import ENV_AUDIT_DIR
+from syncgate.audit.journal import ENV_AUDIT_DIR, journal_paths
 from syncgate.models import ensure_model, load_recipe
 from syncgate.profiles import builtin_profile_path, load_profile
 from syncgate.serve.client import OpenAIClient
@@ -121,7 +121,7 @@ def main() -> int:
         "peak_tree_rss_gib_armed": round(peaks["armed"] / 2**30, 3),
         "peak_tree_rss_gib_plain": round(peaks["plain"] / 2**30, 3),
         "rss_within_target": max(peaks.values()) <= RSS_TARGET,
-        "journals": sorted(p.name for p in (work / "audit").glob("*.jsonl")),
+        "journals": [p.name for p in journal_paths(work / "audit")],
         "loadavg": [round(x, 2) for x in os.getloadavg()],
     }
     emit("audit_overhead", rows, summary)

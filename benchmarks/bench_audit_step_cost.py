@@ -28,6 +28,7 @@ import torch
 from _table import emit
 from syncgate.audit.backends.session import LiveAudit
 from syncgate.audit.collect import load_audit_dir
+from syncgate.audit.journal import journal_paths
 
 REQS = 16
 RECORDED = Path(__file__).parents[1] / "tests" / "data" / "audit" / "live-cpu-spec-off"
@@ -115,7 +116,7 @@ def main() -> None:
                     rows.append(
                         {"round": i, "side": side, "cpu_us_per_step": time_steps(runner, args.steps) * 1e6}
                     )
-            journal_bytes = sum(p.stat().st_size for p in Path(tmp).glob("*.jsonl"))
+            journal_bytes = sum(p.stat().st_size for p in journal_paths(Path(tmp)))
             journaled = len(load_audit_dir(tmp).steps)
         finally:
             audit.stop()

@@ -12,6 +12,8 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from syncgate.audit.journal import ENV_AUDIT_DIR, journal_name
+
 PROBE = r"""
 import json, sys, torch
 before = (torch.Tensor.tolist, list(sys.meta_path))
@@ -60,15 +62,15 @@ def test_inert_without_audit_dir(tmp_path):
 @pytest.mark.slow
 def test_armed_process_journals_and_patches_only_when_a_runner_loads(tmp_path):
     audit = tmp_path / "audit"
-    report, _ = _probe(tmp_path, {"SYNCGATE_AUDIT_DIR": str(audit)})
+    report, _ = _probe(tmp_path, {ENV_AUDIT_DIR: str(audit)})
     assert report["hooked"]
     assert report["tolist_untouched"], "no runner imported: torch stays untouched (API server)"
     (journal,) = audit.iterdir()
     header = json.loads(journal.read_text())
     assert (header["type"], header["role"], header["device"]) == ("header", "api", "cpu")
-    assert journal.name == f"api-{header['pid']}.jsonl"
+    assert journal.name == journal_name("api", header["pid"])
 
-    report, _ = _probe(tmp_path, {"SYNCGATE_AUDIT_DIR": str(audit)}, "import-runner")
+    report, _ = _probe(tmp_path, {ENV_AUDIT_DIR: str(audit)}, "import-runner")
     assert report["tolist_wrapped"]
     assert report["wrapped"] == [
         "__init__", "__init__", "_sync_device", "_sync_device", "_to_list",
@@ -78,7 +80,7 @@ def test_armed_process_journals_and_patches_only_when_a_runner_loads(tmp_path):
 
 def test_bad_mutant_fails_the_process_with_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCGATE_")}
-    env.update(SYNCGATE_AUDIT_DIR=str(tmp_path), SYNCGATE_MUTANT="nope")
+    env.update({ENV_AUDIT_DIR: str(tmp_path), "SYNCGATE_MUTANT": "nope"})
     done = subprocess.run(
         [sys.executable, "-c", "from syncgate.vllm_plugin import register; register()"],
         env=env, capture_output=True, text=True, timeout=300, check=False,
