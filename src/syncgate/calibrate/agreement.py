@@ -23,11 +23,10 @@ from syncgate.audit.ledger import Ledger
 from syncgate.calibrate import physics
 from syncgate.calibrate.scenarios import SCENARIOS, Scenario, Setup, make_setup
 from syncgate.errors import EnvironmentProblem
-from syncgate.fakedev import simulated_accelerator
+from syncgate.fakedev import FLAVOURS, simulated_accelerator
 from syncgate.tomlfile import read_toml
 
 SPIN_S = 0.008
-DEVICES = ("cuda", "npu")
 
 
 def recorded_h200() -> dict[str, Any]:
@@ -36,7 +35,7 @@ def recorded_h200() -> dict[str, Any]:
 
 
 @dataclass
-class Outcome:
+class SideResult:
     """What one side did: host-blocked ms (``None``: not measured) and what the backend recorded."""
 
     blocked_ms: float | None
@@ -51,8 +50,8 @@ class Row:
     scenario: str
     code: str
     expected: str
-    device: Outcome
-    simulator: Outcome
+    device: SideResult
+    simulator: SideResult
     agree: bool
     why: str
 
@@ -76,18 +75,18 @@ def _captured(flavour: str, scenario: Scenario, setup: Setup, clock: Any) -> tup
     return elapsed, _records(ledger)
 
 
-def simulate(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> Outcome:
+def simulate(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> SideResult:
     with simulated_accelerator(flavour) as acc:
         setup = make_setup(getattr(torch, flavour), acc.device, acc.device_tensor)
         acc.enqueue_work(spin_s)
         elapsed, records = _captured(flavour, scenario, setup, lambda: acc.host_time)
-    return Outcome(round(elapsed * 1e3, 3), records)
+    return SideResult(round(elapsed * 1e3, 3), records)
 
 
 # --- a real device ---------------------------------------------------------------------------------
 def device_namespace(flavour: str) -> ModuleType:
     """``torch.cuda`` / ``torch.npu`` when that device is really there; else one-line exit 2."""
-    if flavour not in DEVICES:
+    if flavour not in FLAVOURS:
         raise EnvironmentProblem(f"unknown device {flavour!r} (expected cuda or npu)")
     if flavour == "npu":
         try:
@@ -134,7 +133,7 @@ def _spin_rate(ns: ModuleType) -> float:
     return _RATES[key]
 
 
-def measure(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> Outcome:
+def measure(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> SideResult:
     ns = device_namespace(flavour)
     device = torch.device(flavour, ns.current_device())
     setup = make_setup(ns, device, lambda t: t.to(device))
@@ -142,11 +141,11 @@ def measure(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> Outcome
     spin(ns, spin_s)
     elapsed, records = _captured(flavour, scenario, setup, time.perf_counter)
     ns.synchronize()
-    return Outcome(round(elapsed * 1e3, 3), records)
+    return SideResult(round(elapsed * 1e3, 3), records)
 
 
 # --- comparing ---------------------------------------------------------------------------------------
-def judge(scenario: Scenario, device: Outcome, sim: Outcome, spin_ms: float, *, timed: bool) -> tuple[bool, str]:
+def judge(scenario: Scenario, device: SideResult, sim: SideResult, spin_ms: float, *, timed: bool) -> tuple[bool, str]:
     """Agreement of one row, and why not. ``timed``: host ms must match (recorded tables)."""
     sim_blocks, device_blocks = sim.blocks(spin_ms), device.blocks(spin_ms)
     if device_blocks is not None and sim_blocks != device_blocks:
@@ -224,7 +223,7 @@ def _against_recorded() -> Calibration:
     for scenario in SCENARIOS:
         host_ms = data["ops"]["host_ms"].get(scenario.name)
         # The table's backend column is CudaBackend before issue 11: provenance, not a target.
-        device = Outcome(host_ms, "?")
+        device = SideResult(host_ms, "?")
         sim = simulate(scenario, "cuda", spin_ms / 1e3)
         agree, why = judge(scenario, device, sim, spin_ms, timed=True)
         rows.append(Row(scenario.name, scenario.code, scenario.records, device, sim, agree, why))

@@ -8,14 +8,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from syncgate.calibrate.agreement import DEVICES, Calibration, calibrate
+from syncgate.calibrate.agreement import Calibration, calibrate
 from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ReportDirError
+from syncgate.fakedev import FLAVOURS
 
 HELP = "compare the simulated accelerator with a real device: which operations block the host"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", required=True, choices=DEVICES, help="the device to calibrate against")
+    parser.add_argument("--device", required=True, choices=FLAVOURS, help="the device to calibrate against")
     parser.add_argument(
         "--recorded", action="store_true",
         help="compare with the recorded H200 measurement instead of a device here (cuda only)",
