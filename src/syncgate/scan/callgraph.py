@@ -124,7 +124,10 @@ def _entry_points(
 ) -> tuple[list[tuple[ClassInfo, list[FunctionInfo]]], list[str]]:
     """(runner class, entry methods in order) pairs, and warnings for entries not found."""
     warnings: list[str] = []
-    runners = [c for c in index.classes if config.entry_classes.match(c.name)]
+    runners = [
+        c for c in index.classes
+        if config.entry_classes.match(c.name) and not config.host_classes.match(c.name)
+    ]
     wanted: list[tuple[str | None, str]] = []
     for spec in requested:
         cls_name, _, method = spec.rpartition(".")
@@ -341,6 +344,9 @@ class _Analysis:
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason
+            elif not site.known:
+                guard = Guard.UNKNOWN_RESIDENCE
+                reason = "nothing says the value read back is on the device"
         around = (*self._path_conditions(path), *site.conditions)
         if guard is Guard.ALLOWED and not reason:
             reason = next((c.text for c in around if c.blocks is Guard.ALLOWED), "")

@@ -17,14 +17,16 @@ from syncgate.errors import ConfigError
 from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
-    "entries": ("classes", "methods"),
+    "entries": ("classes", "methods", "host_classes"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
-               "warmup_functions", "allowed_contexts"),
-    "values": ("host", "device"),
+               "warmup_functions", "allowed_contexts", "opt_in", "one_by_default"),
+    "values": ("host", "device", "device_modules"),
 }
 
 # Keys added after the first release: a config written before them stays valid.
-_OPTIONAL = frozenset({"one_without_speculation"})
+_OPTIONAL = frozenset(
+    {"one_without_speculation", "device_modules", "host_classes", "opt_in", "one_by_default"}
+)
 
 
 class Patterns:
@@ -46,14 +48,18 @@ class Patterns:
 class ScanConfig:
     entry_classes: Patterns
     entry_methods: tuple[str, ...]
+    host_classes: Patterns
     speculation: Patterns
     one_without_speculation: Patterns
     async_scheduling: Patterns
     warmup: Patterns
+    opt_in: Patterns
+    one_by_default: Patterns
     warmup_functions: Patterns
     allowed_contexts: Patterns
     host: Patterns
     device: Patterns
+    device_modules: Patterns
 
 
 def default_config_path() -> Path:
@@ -84,12 +90,16 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
     return ScanConfig(
         entry_classes=Patterns(values["classes"]),
         entry_methods=values["methods"],
+        host_classes=Patterns(values["host_classes"]),
         speculation=Patterns(values["speculation"]),
         one_without_speculation=Patterns(values["one_without_speculation"]),
         async_scheduling=Patterns(values["async_scheduling"]),
         warmup=Patterns(values["warmup"]),
+        opt_in=Patterns(values["opt_in"]),
+        one_by_default=Patterns(values["one_by_default"]),
         warmup_functions=Patterns(values["warmup_functions"]),
         allowed_contexts=Patterns(values["allowed_contexts"]),
         host=Patterns(values["host"]),
         device=Patterns(values["device"]),
+        device_modules=Patterns(values["device_modules"]),
     )

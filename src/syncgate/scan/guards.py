@@ -25,7 +25,9 @@ class Guard(str, enum.Enum):
     """What keeps a sync off the protected path; ordered from weakest to strongest."""
 
     NONE = "none"
+    UNKNOWN_RESIDENCE = "unknown_residence"  # a readback of a value nothing says is on the device
     ALLOWED = "allowed"
+    OPT_IN = "opt_in"  # an opt-in feature or deployment (pooling, data parallel, timing, ...)
     WARMUP = "warmup"
     ASYNC_SCHEDULING = "async_scheduling"
     SPECULATION = "speculation"
@@ -132,17 +134,13 @@ class GuardEvaluator:
         return self.atom(test)
 
     def _compare(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
-        if (
-            isinstance(left, ast.Name | ast.Attribute)
-            and self.config.one_without_speculation.match(_chain(left)[-1])
-            and isinstance(right, ast.Constant)
-            and right.value == 1
-        ):
-            # max_gen_len == 1: one token per request unless drafts were verified
+        single = self._single(left) if isinstance(right, ast.Constant) and right.value == 1 else None
+        if single is not None:
+            # max_gen_len == 1 without drafts, dp_size == 1 without data parallelism
             if isinstance(op, ast.Eq | ast.LtE):
-                return Truth(True, Guard.SPECULATION)
+                return Truth(True, single)
             if isinstance(op, ast.NotEq | ast.Gt):
-                return Truth(False, Guard.SPECULATION)
+                return Truth(False, single)
         subject = self.atom(left)
         if subject.value is None:
             return UNKNOWN
@@ -191,6 +189,8 @@ class GuardEvaluator:
                 return Truth(False, Guard.SPECULATION)
             if self.config.warmup.match(name):
                 return Truth(False, Guard.WARMUP)
+            if self.config.opt_in.match(name):
+                return Truth(False, Guard.OPT_IN)
         if self.config.async_scheduling.match(names[-1]):
             return Truth(False, Guard.ASYNC_SCHEDULING)
         return UNKNOWN
@@ -203,7 +203,20 @@ class GuardEvaluator:
             or config.warmup.match(name)
             or config.async_scheduling.match(name)
             or config.one_without_speculation.match(name)
+            or config.opt_in.match(name)
+            or config.one_by_default.match(name)
         )
+
+    def _single(self, node: ast.expr) -> Guard | None:
+        """The mode a name leaves when it is not 1 (``max_gen_len``, ``dp_size``), if any."""
+        names = _chain(node) if isinstance(node, ast.Name | ast.Attribute) else []
+        if not names:
+            return None
+        if self.config.one_without_speculation.match(names[-1]):
+            return Guard.SPECULATION
+        if self.config.one_by_default.match(names[-1]):
+            return Guard.OPT_IN
+        return None
 
 
 def _strongest(parts: list[Truth]) -> Truth:

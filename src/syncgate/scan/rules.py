@@ -38,7 +38,8 @@ from syncgate.scan.values import (
 
 _DEVICE_MODULES = ("torch.cuda", "torch.npu", "torch.xpu", "torch.mps", "torch.accelerator",
                    "torch_npu.npu", "torch.cuda.current_device")
-_READBACKS = ("tolist", "item", "cpu", "numpy")
+# ``.numpy()`` is not one: it raises on a device tensor, so whatever it reads is on the host.
+_READBACKS = ("tolist", "item", "cpu")
 _SCALARS = ("int", "float", "bool")
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
@@ -49,6 +50,7 @@ class Site:
     kind: SyncKind
     api: str
     conditions: tuple[Condition, ...]
+    known: bool = True  # False: a readback of a value whose residence nothing says
 
 
 @dataclass(frozen=True)
@@ -265,11 +267,15 @@ class FunctionWalker:
             else:
                 self._site(node, SyncKind.EVENT_SYNC, "Event.synchronize", stack)
         elif method in _READBACKS and not node.args:
-            if self.values.place(receiver) is not Place.HOST:
-                self._site(node, SyncKind.BLOCKING_READBACK, f"Tensor.{method}", stack)
+            place = self.values.place(receiver)
+            if place is not Place.HOST:
+                self._site(node, SyncKind.BLOCKING_READBACK, f"Tensor.{method}", stack,
+                           known=place is Place.DEVICE)
         elif method == "to" and targets_cpu(node):
-            if not is_true(keyword(node, "non_blocking")) and self._off_host(receiver):
-                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(cpu)", stack)
+            place = self.values.place(receiver)
+            if not is_true(keyword(node, "non_blocking")) and place is not Place.HOST:
+                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(cpu)", stack,
+                           known=place is Place.DEVICE)
         elif method == "copy_" and node.args:
             # host-to-host copies are everywhere; only a source known to be on the device counts
             to_host = self.values.place(receiver) is Place.HOST or (
@@ -283,8 +289,8 @@ class FunctionWalker:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(non_blocking, pageable)",
                            stack)
 
-    def _off_host(self, node: ast.expr) -> bool:
-        return self.values.place(node) is not Place.HOST
-
-    def _site(self, node: ast.Call, kind: SyncKind, api: str, stack: tuple[Condition, ...]) -> None:
-        self.facts.sites.append(Site(node.lineno, kind, api, stack))
+    def _site(
+        self, node: ast.Call, kind: SyncKind, api: str, stack: tuple[Condition, ...],
+        known: bool = True,
+    ) -> None:
+        self.facts.sites.append(Site(node.lineno, kind, api, stack, known))

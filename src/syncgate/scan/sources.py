@@ -264,16 +264,31 @@ def _index_module(module: SourceModule, index: SourceIndex) -> None:
     for node in module.tree.body:
         if isinstance(node, ast.ClassDef):
             cls = ClassInfo(node.name, module, node)
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    cls.methods[item.name] = FunctionInfo(
-                        item.name, f"{node.name}.{item.name}", module, item, cls
-                    )
+            for item in _class_functions(node.body):
+                if item.name in cls.methods and item not in node.body:
+                    continue  # a version-specific alternative of a method already seen
+                cls.methods[item.name] = FunctionInfo(
+                    item.name, f"{node.name}.{item.name}", module, item, cls
+                )
             index.classes.append(cls)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             index.functions[(module.name, node.name)] = FunctionInfo(
                 node.name, node.name, module, node
             )
+
+
+def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
+    """Methods of a class body, also those under a class-level ``if vllm_version_is(...):`` or
+    ``try:`` (vllm-ascend defines version-specific methods that way): a plain redefinition
+    replaces a method as in Python, of conditional alternatives the first one is taken."""
+    found: list[FunctionNode] = []
+    for item in body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(item)
+        elif isinstance(item, ast.If | ast.Try):
+            for block in (item.body, item.orelse, getattr(item, "finalbody", [])):
+                found.extend(_class_functions(block))
+    return found
 
 
 def dotted(node: ast.expr) -> str:

@@ -153,6 +153,8 @@ class ValueModel:
         self.places: dict[str, Place] = {}
         self.pins: dict[str, Pin] = {}
         self.kinds: dict[str, str] = {}
+        # name -> (line, place) of each binding in source order: a use sees the latest before it
+        self.timeline: dict[str, list[tuple[int, Place]]] = {}
         self._function = None
 
     # -- building the local environment -------------------------------------------------------
@@ -166,7 +168,7 @@ class ValueModel:
         """
         self._function: ast.FunctionDef | ast.AsyncFunctionDef | None = node
         self.context = context
-        self.places, self.pins, self.kinds = {}, {}, {}
+        self.places, self.pins, self.kinds, self.timeline = {}, {}, {}, {}
 
     def _locals(self) -> None:
         """Infer the locals of the bound function (two passes, so a chain of names settles)."""
@@ -183,7 +185,8 @@ class ValueModel:
         for _ in range(2):
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
-            for name, value, element in bindings:
+            timeline: dict[str, list[tuple[int, Place]]] = {}
+            for name, value, element, line in bindings:
                 if is_none(value):
                     continue  # x = None first, the real value later
                 if element == "range":
@@ -193,6 +196,7 @@ class ValueModel:
                 else:
                     place = self.place(value) if value is not None else Place.UNKNOWN
                 collected.setdefault(name, []).append(place)
+                timeline.setdefault(name, []).append((line, place))
                 if value is not None and element is None:
                     pins.setdefault(name, []).append(self.pin(value))
                     kind = constructed_kind(value)
@@ -205,6 +209,7 @@ class ValueModel:
                 )
             for name, values in pins.items():
                 self.pins[name] = _agree(values, Pin.UNKNOWN)
+            self.timeline = {name: sorted(t, key=lambda b: b[0]) for name, t in timeline.items()}
 
     # -- questions ----------------------------------------------------------------------------
 
@@ -220,17 +225,31 @@ class ValueModel:
             return self.place(node.elt)
         if isinstance(node, ast.Name):
             self._locals()
+            pattern = self._name_place(node.id)
+            if pattern is not Place.UNKNOWN:
+                return pattern
+            earlier = [p for line, p in self.timeline.get(node.id, []) if line < node.lineno]
+            if earlier:
+                return earlier[-1]  # logits = logits.to("cpu"): the later uses see the host copy
             if node.id in self.places:
                 return self.places[node.id]
-            return self._name_place(node.id)
+            return Place.UNKNOWN
         if isinstance(node, ast.Attribute):
             own = self._name_place(node.attr)
             if own is not Place.UNKNOWN:
                 return own
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return self.facts.place.get(node.attr, Place.UNKNOWN)
-            return Place.UNKNOWN  # a field of some object: its name is all we know
-        if isinstance(node, ast.Subscript | ast.Starred):
+            # a field of an object the model or sampler returned is on the device with it
+            return Place.DEVICE if self.place(node.value) is Place.DEVICE else Place.UNKNOWN
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keyed = self._name_place(key.value)  # mm_input["image_grid_thw"]
+                if keyed is not Place.UNKNOWN:
+                    return keyed
+            return self.place(node.value)
+        if isinstance(node, ast.Starred):
             return self.place(node.value)
         if isinstance(node, ast.Call):
             return self._call_place(node)
@@ -243,8 +262,9 @@ class ValueModel:
         if isinstance(node, ast.BoolOp):
             return _combine(self.place(v) for v in node.values)
         if isinstance(node, ast.IfExp):
-            places = [self.place(node.body), self.place(node.orelse)]
-            return places[0] if places[0] is places[1] else _combine(places)
+            # x if c else None: the value is x's (None is no host data)
+            places = [self.place(v) for v in (node.body, node.orelse) if not is_none(v)]
+            return places[0] if len(set(places)) == 1 else _combine(places)
         return Place.UNKNOWN
 
     def pin(self, node: ast.expr) -> Pin:
@@ -308,6 +328,16 @@ class ValueModel:
             return Place.DEVICE
         return Place.UNKNOWN
 
+    def _runs_on_device(self, func: ast.expr) -> bool:
+        """``self.model(...)``, ``self.sampler(...)``, ``self.model.compute_logits(...)``: the
+        modules the runner calls compute on the device, so what they return lives there."""
+        chain = dotted(func).split(".")
+        return (
+            len(chain) >= 2
+            and chain[0] == "self"
+            and self.config.device_modules.match(chain[1])
+        )
+
     def _host_allocation(self, call: ast.Call) -> bool:
         device = keyword(call, "device")
         return device is None or (isinstance(device, ast.Constant) and device.value == "cpu")
@@ -333,10 +363,17 @@ class ValueModel:
                     return Place.HOST
                 return Place.DEVICE
             return _combine(self.place(a) for a in node.args)
+        if self._runs_on_device(func):
+            return Place.DEVICE
         if isinstance(func, ast.Attribute):
             method = func.attr
             if method in _HOST_METHODS:
                 return Place.HOST
+            key = node.args[0] if method == "get" and node.args else None
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keyed = self._name_place(key.value)  # mm_input.get("image_grid_thw", [])
+                if keyed is not Place.UNKNOWN:
+                    return keyed
             if method in _DEVICE_METHODS:
                 return Place.DEVICE
             if method == "to":
@@ -370,29 +407,38 @@ def _annotation_place(annotation: ast.expr) -> Place:
 
 def _bindings(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> Iterable[tuple[str, ast.expr | None, str | None]]:
-    """(name, value, how) for each local binding; ``how`` marks loop/unpacked elements."""
+) -> Iterable[tuple[str, ast.expr | None, str | None, int]]:
+    """(name, value, how, line) for each local binding; ``how`` marks loop/unpacked elements."""
     for node in ast.walk(func):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                yield from _bind(target, node.value)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value:
-            yield from _bind(node.target, node.value)
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
-            iterator = node.iter
-            if isinstance(iterator, ast.Call) and dotted(iterator.func) == "range":
-                for name in _names(node.target):
+        line = getattr(node, "lineno", None)
+        if line is None:  # a comprehension: bound where its first name is
+            line = getattr(node.target, "lineno", 0) if isinstance(node, ast.comprehension) else 0
+        for name, value, how in _bindings_of(node):
+            yield name, value, how, line
+
+
+def _bindings_of(node: ast.AST) -> Iterable[tuple[str, ast.expr | None, str | None]]:
+    """The bindings one statement or comprehension makes."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield from _bind(target, node.value)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value:
+        yield from _bind(node.target, node.value)
+    elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+        iterator = node.iter
+        if isinstance(iterator, ast.Call) and dotted(iterator.func) == "range":
+            for name in _names(node.target):
+                yield name, None, "range"
+        elif isinstance(iterator, ast.Call) and dotted(iterator.func) == "enumerate":
+            target = node.target
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and iterator.args:
+                for name in _names(target.elts[0]):
                     yield name, None, "range"
-            elif isinstance(iterator, ast.Call) and dotted(iterator.func) == "enumerate":
-                target = node.target
-                if isinstance(target, ast.Tuple) and len(target.elts) == 2 and iterator.args:
-                    for name in _names(target.elts[0]):
-                        yield name, None, "range"
-                    for name in _names(target.elts[1]):
-                        yield name, iterator.args[0], "element"
-            else:
-                for name in _names(node.target):
-                    yield name, iterator, "element"
+                for name in _names(target.elts[1]):
+                    yield name, iterator.args[0], "element"
+        else:
+            for name in _names(node.target):
+                yield name, iterator, "element"
 
 
 def _bind(target: ast.expr, value: ast.expr) -> Iterable[tuple[str, ast.expr | None, str | None]]:

@@ -58,7 +58,8 @@ def test_attribute_created_only_under_async_scheduling_is_present():
 
 def test_guard_order_weakest_first():
     assert [g.value for g in sorted(Guard, key=lambda g: g.rank)] == [
-        "none", "allowed", "warmup", "async_scheduling", "speculation"
+        "none", "unknown_residence", "allowed", "opt_in", "warmup", "async_scheduling",
+        "speculation",
     ]
 
 

@@ -15,6 +15,7 @@ class PolarityModelRunner:
                 ids = sampled.tolist()  # expect: blocking_readback none
             else:
                 ids = sampled.cpu()  # expect: blocking_readback speculation
+                ids.resize_(0)
         else:
             ids = sampled.cpu()  # expect: blocking_readback async_scheduling
         if self.use_async_scheduling:

@@ -14,6 +14,10 @@ def gpu_sync_allowed():
     yield
 
 
+def first_ids(batch) -> list:  # nothing says where batch lives
+    return batch.ids.tolist()  # expect: blocking_readback unknown_residence
+
+
 class StagingHelper:
     """An object the runner builds: calls on it are followed."""
 
@@ -52,6 +56,9 @@ class RulesModelRunner(RunnerBase):
         self.copy_rules(sampled)
         self.guard_rules(sampled)
         self.profile_run(sampled)
+        first_ids(self.helper)
+        if self.is_pooling_model:
+            sampled.cpu()  # expect: blocking_readback opt_in
         self.helper.flush()
         run = partial(self.helper, sampled)
         run()
