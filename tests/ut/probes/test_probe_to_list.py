@@ -98,3 +98,21 @@ def test_pinned_buffer_is_required_for_the_async_copy(upstream_to_list, acc):
     runner = to_list_state(acc, buffer_rows=4, pinned=False)
     result = probe_to_list(upstream_to_list, runner, acc, num_reqs=4)
     assert ProblemCode.BLOCKING_COPY in result.codes
+
+
+def mutant_waits_twice(self, sampled_token_ids):
+    pinned = self.sampled_token_ids_pinned_cpu[: sampled_token_ids.shape[0]]
+    pinned.copy_(sampled_token_ids, non_blocking=True)
+    self.transfer_event.record()
+    self.transfer_event.synchronize()
+    self.transfer_event.synchronize()
+    return pinned.tolist()
+
+
+def test_a_second_wait_is_counted_by_the_contract_cap(acc):
+    """The contract allows one event wait per call (max_per_step), as the live budgets do."""
+    result = probe_to_list(mutant_waits_twice, to_list_state(acc, buffer_rows=4), acc, num_reqs=4)
+    assert result.codes == {ProblemCode.UNEXPECTED_SYNC}
+    [problem] = result.problems
+    assert problem.message == "more than one event wait"
+    assert result.counts == {"event_sync": 2}
