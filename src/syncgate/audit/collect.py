@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.audit.budgets import Budget, BudgetSet
-from syncgate.audit.journal import AuditProcess, read_journals, worker_field
+from syncgate.audit.journal import AuditProcess, WorkerHeaders, read_journals
 from syncgate.audit.ledger import Step
 from syncgate.audit.verdict import Verdict, decide, evaluate
 
 
 @dataclass
-class AuditRun:
+class AuditRun(WorkerHeaders):
     """Everything one server run journaled, with the worker steps ready for a budget verdict."""
 
     directory: Path
@@ -32,18 +32,6 @@ class AuditRun:
     def steps(self) -> list[Step]:
         """All worker steps (every rank's, in journal order)."""
         return [s for w in self.workers for s in w.steps]
-
-    @property
-    def runner(self) -> str:
-        return str(worker_field(self.directory, self.processes, "runner"))
-
-    @property
-    def speculation(self) -> bool:
-        return bool(worker_field(self.directory, self.processes, "speculation"))
-
-    @property
-    def device(self) -> str:
-        return str(worker_field(self.directory, self.processes, "device"))
 
     def select_budget(self, budgets: BudgetSet) -> Budget:
         """The budget of ``budgets`` for the runner and speculation mode this run used."""

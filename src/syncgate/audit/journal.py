@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,28 +223,47 @@ def read_journals(directory: Path) -> list[AuditProcess]:
     return sorted((read_journal(p) for p in journal_paths(directory)), key=_order)
 
 
-def worker_field(directory: Path, processes: Iterable[AuditProcess], name: str) -> Any:
-    """The one value of a worker header field (``runner``, ``speculation``, ``device``)."""
-    values = {getattr(p, name) for p in processes if p.role == "worker"} - {None}
-    if not values:
-        raise AuditDirError(
-            f"{directory}: no worker journal says which {name} ran "
-            f"(did the plugin load in the worker? is {ENV_AUDIT_DIR} shared?)"
-        )
-    if len(values) > 1:
-        raise AuditDirError(f"{directory}: workers disagree on {name}: {sorted(values)}")
-    return values.pop()
+class WorkerHeaders:
+    """What a run's worker headers say: one runner, speculation mode and device for all ranks."""
+
+    directory: Path
+    processes: list[AuditProcess]
+
+    @property
+    def runner(self) -> str:
+        return str(self._worker_field("runner"))
+
+    @property
+    def speculation(self) -> bool:
+        return bool(self._worker_field("speculation"))
+
+    @property
+    def device(self) -> str:
+        return str(self._worker_field("device"))
+
+    def _worker_field(self, name: str) -> Any:
+        values = {getattr(p, name) for p in self.processes if p.role == "worker"} - {None}
+        if not values:
+            raise AuditDirError(
+                f"{self.directory}: no worker journal says which {name} ran "
+                f"(did the plugin load in the worker? is {ENV_AUDIT_DIR} shared?)"
+            )
+        if len(values) > 1:
+            raise AuditDirError(f"{self.directory}: workers disagree on {name}: {sorted(values)}")
+        return values.pop()
 
 
-class JournalCursor:
+class JournalCursor(WorkerHeaders):
     """Reads a live audit directory by offset: each call returns only the steps journaled since.
 
     A server run's journals grow while it serves; reading them whole after every scenario would
-    cost time quadratic in the run's length. Headers are kept, steps are handed out once.
+    cost time quadratic in the run's length. Headers are kept in ``processes`` (every journal
+    read so far, without steps), steps are handed out once.
     """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.processes: list[AuditProcess] = []
         self._readers: dict[Path, _FileReader] = {}
 
     def new_steps(self) -> list[Step]:
@@ -258,21 +276,8 @@ class JournalCursor:
             fresh.append((reader.process, reader.read_new()))
             reader.require_header(empty_ok=True)
         fresh.sort(key=lambda pair: _order(pair[0]))
+        self.processes = [process for process, _ in fresh]
         return [s for process, steps in fresh if process.role == "worker" for s in steps]
-
-    @property
-    def processes(self) -> list[AuditProcess]:
-        """Every journal read so far, headers only (steps were handed out by :meth:`new_steps`)."""
-        return sorted((r.process for r in self._readers.values()), key=_order)
-
-    @property
-    def runner(self) -> str:
-        return str(worker_field(self.directory, self.processes, "runner"))
-
-    @property
-    def speculation(self) -> bool:
-        return bool(worker_field(self.directory, self.processes, "speculation"))
-
 
 __all__ = [
     "ENV_AUDIT_DIR",
@@ -280,10 +285,10 @@ __all__ = [
     "AuditProcess",
     "JournalCursor",
     "JournalWriter",
+    "WorkerHeaders",
     "clear_journals",
     "journal_name",
     "journal_paths",
     "read_journal",
     "read_journals",
-    "worker_field",
 ]
