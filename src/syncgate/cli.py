@@ -11,15 +11,25 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from syncgate import __version__
 from syncgate.errors import EXIT_USAGE, SyncgateError
+from syncgate.reportfiles import printable
 
 COMMANDS = ("check", "scan", "repro", "model", "doctor", "calibrate")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the full usage is in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        message = printable(message).replace("\n", "\\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="syncgate",
         description="Prove vLLM runners do not block the host on the device in the decode loop.",
     )
@@ -39,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args))
     except SyncgateError as exc:
-        print(f"syncgate {args.command}: error: {exc}", file=sys.stderr)
+        # one line, whatever the input named in it holds (newlines, terminal escapes)
+        message = printable(str(exc)).replace("\n", "\\n")
+        print(f"syncgate {args.command}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"syncgate {args.command}: interrupted", file=sys.stderr)

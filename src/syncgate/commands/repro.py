@@ -7,6 +7,7 @@ rerun (locally or inside a compose service / image), classify, report.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 from syncgate.environment import header_differences, local_versions
 from syncgate.errors import EXIT_OK, UsageError
 from syncgate.lifeline import signals_as_interrupt
-from syncgate.repro.logs import parse_log
+from syncgate.reportfiles import printable
+from syncgate.repro.logs import LogLimits, parse_log
 from syncgate.repro.report import ReproReport, to_terminal, write_reports
 from syncgate.repro.reproduce import RerunConfig, reproduce
 from syncgate.repro.runner import LocalRunner, Runner, remove_stale_temp_dirs
@@ -30,6 +32,25 @@ def _workers(value: str) -> int:
         return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {value!r}") from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _size(value: str) -> int:
+    """A positive byte or character count, with an optional K, M or G (binary) suffix."""
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(value[-1:].lower(), 1)
+    digits = value[:-1] if scale > 1 else value
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size like 512M, got {value!r}")
+    return int(digits) * scale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,8 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --in: the Python inside the container (default python3)")
     parser.add_argument("--report-dir", type=Path, default=None,
                         help="write report.md, report.json and junit.xml here")
-    parser.add_argument("--timeout", type=float, default=None,
+    parser.add_argument("--timeout", type=_seconds, default=None,
                         help="seconds one pytest session may run before it is killed")
+    parser.add_argument("--max-log-bytes", type=_size, default=LogLimits.max_bytes,
+                        help="read at most this much of the log, after decompression "
+                             "(default 2G); more is an error")
+    parser.add_argument("--max-line-length", type=_size, default=LogLimits.max_line,
+                        help="cut log lines after this many characters (default 1M)")
 
 
 def _runner(args: argparse.Namespace) -> Runner:
@@ -87,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
                          replay_order=args.replay_order, replay_runs=args.replay_runs,
                          interval=args.interval)
     config.validate()
-    log = parse_log(args.log)
+    log = parse_log(args.log, LogLimits(args.max_log_bytes, args.max_line_length))
     if args.list:
         for nodeid in log.failed_nodeids():
-            print(nodeid)
+            print(printable(nodeid))
         if not log.failures:
             print(f"syncgate repro: {args.log}: no failed or errored tests", file=sys.stderr)
         return EXIT_OK

@@ -5,23 +5,30 @@ tens of megabytes. Every text format (raw GitHub job log, ``gh run view --log[-f
 per-job files of a run-log zip, plain pytest output, vllm-ascend's per-file runner) goes through
 one :class:`TextScanner` after the transport's decorations (timestamps, ``job<TAB>step<TAB>``
 prefixes, ANSI colours, ``##[group]`` markers, CRLF) are stripped. Nothing read here is executed.
+
+Every read is bounded (:class:`LogLimits`): a log is a regular file (never a FIFO or device),
+at most ``max_bytes`` are read from it after decompression (a zip member that inflates without
+end is an error, not minutes of work), and a line longer than ``max_line`` characters is cut
+there, so a log without newlines costs one line's worth of memory, not the file's.
 """
 
 from __future__ import annotations
 
 import codecs
 import io
-import json
+import os
 import re
 import zipfile
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from syncgate.environment import HEADER_PREFIX, parse_header
 from syncgate.errors import LogParseError
 from syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from syncgate.safeio import json_loads, open_regular
 
 #: How many tests run before a failure on the same worker are remembered for order replay.
 DEFAULT_PREDECESSORS = 50
@@ -55,6 +62,32 @@ _SUITE_END = re.compile(
     r"(?:\s+\((\d+(?:\.\d+)?)s\))?\s*$"
 )
 _GH_TAB = re.compile(r"^([^\t]*)\t([^\t]*)\t(.*)$")
+
+
+@dataclass(frozen=True)
+class LogLimits:
+    """How much of a log is read: bytes after decompression, and characters per line."""
+
+    max_bytes: int = 2 << 30
+    max_line: int = 1 << 20
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that raises :class:`LogParseError` once ``budget`` bytes were read."""
+
+    def __init__(self, stream: IO[bytes], budget: list[int], source: object) -> None:
+        self._stream, self._budget, self._source = stream, budget, source
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = self._stream.readinto(buffer)  # type: ignore[attr-defined]
+        self._budget[0] -= n or 0
+        if self._budget[0] < 0:
+            raise LogParseError(f"{self._source}: more than {self._budget[1]} bytes of log "
+                                "(after decompression); raise --max-log-bytes to read it")
+        return n
 
 
 def split_nodeid(text: str, separator: str = " - ") -> str:
@@ -274,47 +307,74 @@ def _message(rest: str, nodeid: str) -> str:
     return rest[len(nodeid) + 3:].strip() if len(rest) > len(nodeid) else ""
 
 
-def _text(stream: IO[bytes]) -> io.TextIOWrapper:
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+def _text(stream: IO[bytes], budget: list[int], source: object) -> io.TextIOWrapper:
+    capped = io.BufferedReader(_Capped(stream, budget, source), 1 << 16)
+    return io.TextIOWrapper(capped, encoding="utf-8", errors="replace", newline="")
 
 
-def clean_lines(reader: io.TextIOBase) -> Iterator[str]:
+def clean_lines(reader: io.TextIOBase, max_line: int = LogLimits.max_line) -> Iterator[str]:
     """Cleaned lines of a raw job log, read and cleaned a megabyte at a time.
 
     Timestamps, ANSI codes and CRs are removed by one C-level regex pass per chunk rather than
-    per line, which is what keeps a 50 MB log within seconds.
+    per line, which is what keeps a 50 MB log within seconds. A line is cut at ``max_line``
+    characters and the rest of it skipped, so memory stays bounded without newlines.
     """
     tail = ""
+    skipping = False  # inside the cut-off rest of an over-long line
     while True:
         chunk = reader.read(_CHUNK_CHARS)
         if not chunk:
             break
+        if skipping:
+            cut = chunk.find("\n")
+            if cut < 0:
+                continue
+            chunk, skipping = chunk[cut + 1:], False
         chunk = tail + chunk
         cut = chunk.rfind("\n")
         if cut < 0:
             tail = chunk
+            if len(tail) > max_line:
+                yield from _clean_block(tail[:max_line], max_line)
+                tail, skipping = "", True
             continue
         chunk, tail = chunk[:cut], chunk[cut + 1:]
-        yield from _clean_block(chunk)
+        yield from _clean_block(chunk, max_line)
     if tail:
-        yield from _clean_block(tail)
+        yield from _clean_block(tail[:max_line], max_line)
 
 
-def _clean_block(block: str) -> list[str]:
+def _clean_block(block: str, max_line: int) -> list[str]:
     if "\r" in block:
         block = block.replace("\r\n", "\n").replace("\r", "\n")
     if "\x1b" in block:
         block = _ANSI.sub("", block)
-    return _TIMESTAMPS.sub("\n", "\n" + block).split("\n")[1:]
+    lines = _TIMESTAMPS.sub("\n", "\n" + block).split("\n")[1:]
+    if max_line < _CHUNK_CHARS:
+        return [line[:max_line] for line in lines]
+    return lines
 
 
-def scan_text(reader: io.TextIOBase, log: CiLog, job: str = "") -> None:
+def scan_text(reader: io.TextIOBase, log: CiLog, job: str = "",
+              max_line: int = LogLimits.max_line) -> None:
     """Run one job's raw log (any decoration) through a fresh scanner."""
     scanner = TextScanner(log, job)
     feed = scanner.feed
-    for line in clean_lines(reader):
+    for line in clean_lines(reader, max_line):
         feed(line)
     scanner.finish()
+
+
+def _bounded_lines(reader: io.TextIOBase, max_line: int) -> Iterator[str]:
+    """Raw lines (newline kept) of at most ``max_line`` characters; the rest of a longer one
+    is skipped."""
+    while True:
+        line = reader.readline(max_line)
+        if not line:
+            return
+        yield line
+        while not line.endswith("\n") and line:
+            line = reader.readline(max_line)
 
 
 def scan_gh(lines: Iterable[str], log: CiLog) -> None:
@@ -345,8 +405,9 @@ def _zip_jobs(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
     return sorted(best.items(), key=lambda kv: kv[1].filename)
 
 
-def scan_zip(path: Path, log: CiLog) -> None:
+def scan_zip(path: Path, log: CiLog, limits: LogLimits = LogLimits()) -> None:
     """A GitHub run-log zip: each top-level ``<n>_<job>.txt`` is one raw job log."""
+    budget = [limits.max_bytes, limits.max_bytes]  # left, total: shared by all members
     try:
         with zipfile.ZipFile(path) as archive:
             jobs = _zip_jobs(archive)
@@ -354,9 +415,9 @@ def scan_zip(path: Path, log: CiLog) -> None:
                 raise LogParseError(f"{path}: zip archive holds no per-job .txt log")
             for job, info in jobs:
                 with archive.open(info) as member:
-                    scan_text(_text(member), log, job)
-    except (zipfile.BadZipFile, EOFError) as exc:
-        raise LogParseError(f"{path}: damaged zip archive ({exc})") from exc
+                    scan_text(_text(member, budget, path), log, job, limits.max_line)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+        raise LogParseError(f"{path}: damaged zip archive or one syncgate cannot read ({exc})") from exc
 
 
 def scan_reportlog(lines: Iterable[str], log: CiLog, source: str) -> None:
@@ -368,7 +429,7 @@ def scan_reportlog(lines: Iterable[str], log: CiLog, source: str) -> None:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = json_loads(raw)
         except ValueError:
             log.truncated = True  # a half-written last record is the usual cause
             continue
@@ -425,12 +486,18 @@ def detect_format(head: bytes, path: Path) -> str:
     return "pytest"
 
 
-def parse_log(path: str | Path) -> CiLog:
-    """Parse any supported CI log file into a :class:`CiLog` (streaming)."""
+def parse_log(path: str | Path, limits: LogLimits = LogLimits()) -> CiLog:
+    """Parse any supported CI log file into a :class:`CiLog` (streaming, bounded).
+
+    One rule for a log without failures: if it shows pytest ran (an outcome, a count line, a
+    seed, an env header, or a JUnit/reportlog structure) it is a clean run, otherwise it is not a
+    test log at all and a :class:`LogParseError`, like an empty file.
+    """
     path = Path(path)
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(_HEAD_BYTES)
+            size = os.fstat(handle.fileno()).st_size
     except IsADirectoryError as exc:
         raise LogParseError(f"{path}: is a directory, not a log file") from exc
     except OSError as exc:
@@ -438,19 +505,25 @@ def parse_log(path: str | Path) -> CiLog:
     fmt = detect_format(head, path)
     log = CiLog(source=str(path), format=fmt)
     if fmt == "zip":
-        scan_zip(path, log)
-        return log
-    if fmt == "junit":
+        scan_zip(path, log, limits)
+    elif fmt == "junit":
         from syncgate.repro.junit import scan_junit
 
+        if size > limits.max_bytes:
+            raise LogParseError(f"{path}: more than {limits.max_bytes} bytes of log; raise "
+                                "--max-log-bytes to read it")
         scan_junit(path, log)
-        return log
-    with path.open("rb") as handle:
-        reader = _text(handle)
-        if fmt == "reportlog":
-            scan_reportlog(reader, log, str(path))
-        elif fmt == "gh":
-            scan_gh(reader, log)
-        else:
-            scan_text(reader, log)
+    else:
+        with open_regular(path) as handle:
+            reader = _text(handle, [limits.max_bytes, limits.max_bytes], path)
+            if fmt == "reportlog":
+                scan_reportlog(_bounded_lines(reader, limits.max_line), log, str(path))
+            elif fmt == "gh":
+                scan_gh(_bounded_lines(reader, limits.max_line), log)
+            else:
+                scan_text(reader, log, max_line=limits.max_line)
+    if not (log.failures or log.tests_seen or log.counts or log.seed is not None
+            or log.env is not None or fmt in ("junit", "reportlog")):
+        raise LogParseError(f"{path}: no pytest output found (no test outcome, summary or "
+                            "count line): not a CI test log")
     return log
