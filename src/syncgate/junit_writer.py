@@ -35,8 +35,24 @@ def add_case(suite: ET.Element, classname: str, name: str, *, file: str | None =
 
 def to_xml(suite: ET.Element) -> str:
     """The document's text, with ``tests``/``failures``/``errors``/``skipped`` counted."""
+    _count(suite)
+    return printable(ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def suites_to_xml(suites: list[ET.Element]) -> str:
+    """One ``<testsuites>`` document of several suites (``syncgate check``: one per level),
+    each suite and the root counted from their cases."""
+    root = ET.Element("testsuites")
+    for suite in suites:
+        _count(suite)
+        root.append(suite)
+    for attr in ("tests", *_COUNTED):
+        root.set(attr, str(sum(int(s.get(attr, "0")) for s in suites)))
+    return printable(ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _count(suite: ET.Element) -> None:
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     for attr, tag in _COUNTED.items():
         suite.set(attr, str(sum(case.find(tag) is not None for case in cases)))
-    return printable(ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")

@@ -115,6 +115,7 @@ class Violation:
     rule: str
     step: int
     detail: str
+    site: CallSite | None = None  # the first offending call, where there is one
 
     def __str__(self) -> str:
         return f"({self.rule}) step {self.step}: {self.detail}"
@@ -155,10 +156,12 @@ def check_seq_lens_sync(records: Iterable[StepRecord]) -> list[Violation]:
         if not rec.speculative:
             if rec.event_sync_sites:
                 where = _where(rec.event_sync_sites)
-                found.append(Violation("a", rec.index, f"event synchronize at {where}"))
+                found.append(Violation("a", rec.index, f"event synchronize at {where}",
+                                       rec.event_sync_sites[0]))
             if rec.d2h_copies:
                 where = _where(rec.d2h_copies)
-                found.append(Violation("a", rec.index, f"device-to-host copy at {where}"))
+                found.append(Violation("a", rec.index, f"device-to-host copy at {where}",
+                                       rec.d2h_copies[0]))
         elif not (rec.event_sync_sites and rec.d2h_copies):
             found.append(Violation(
                 "c", rec.index,

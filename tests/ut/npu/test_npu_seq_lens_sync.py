@@ -14,11 +14,9 @@ from hypothesis import strategies as st
 from syncgate.npu.driver import check_seq_lens_sync, run_scenario
 from syncgate.npu.harness import load_runner_class
 from syncgate.npu.parent import SimulatedGPUModelRunner
+from syncgate.npu.property import MAX_REQS, REVEALING, SPEC_STEPS
 from syncgate.npu.scheduler import AddRequest, Finish, Preempt, Schedule
 from syncgate.npu.state import RunnerSpec
-
-MAX_REQS = 4
-SPEC_STEPS = 3
 
 _small = st.integers(0, 2 * MAX_REQS)
 _schedule = st.builds(
@@ -41,17 +39,8 @@ ACTIONS = st.lists(
 ])
 SPECS = st.sampled_from([RunnerSpec(MAX_REQS, 0), RunnerSpec(MAX_REQS, SPEC_STEPS)])
 
-# A fixed sequence that exercises every case a mutant could get wrong: chunked prefill, drafts
-# with rejections, a preemption and resume into another slot, a finish, a shuffled batch order.
-REVEALING = [
-    AddRequest(6), AddRequest(3), Schedule(chunks=(4,)), AddRequest(9),
-    Schedule((4,), (3,), (2,), 7), Schedule((5,), (2,), (1,), 3), Preempt(0),
-    Schedule((8,), (3,), (3,), 11), Finish(1), Schedule((3,), (1, 3), (0, 2), 5), Schedule(),
-]
-
-
-def _rules(runner_cls: type, spec: RunnerSpec, actions: list) -> set[str]:
-    result = run_scenario(runner_cls, spec, actions)
+def _rules(runner_cls: type, spec: RunnerSpec, actions) -> set[str]:
+    result = run_scenario(runner_cls, spec, list(actions))
     assert result.device_counts == result.truth  # the simulation itself agrees with the model
     return {v.rule for v in check_seq_lens_sync(result.records)}
 

@@ -1,0 +1,14 @@
+"""The unit level, shipped in the package: it runs from an installed syncgate, with no test tree.
+
+- :mod:`syncgate.unit.vllm_probes`: the probes (``_to_list``, async output, buffer sizing) on the
+  installed vLLM's runner classes, on a simulated accelerator;
+- :mod:`syncgate.unit.ascend`: the NPU seq-lens sync property on a vllm-ascend tree's ``NPUModelRunner``
+  methods (the real class where ``vllm_ascend`` imports from that tree, else parsed);
+- :mod:`syncgate.unit.result`: what each check found, in one shape for the report and for pytest.
+
+``syncgate check`` runs these as its unit level; the pytest plugin offers them as fixtures.
+"""
+
+from syncgate.unit.result import UnitCheck, UnitReport
+
+__all__ = ["UnitCheck", "UnitReport"]

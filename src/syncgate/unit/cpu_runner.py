@@ -1,0 +1,66 @@
+"""A real vLLM ``CPUModelRunner`` built on CPU from a small ``VllmConfig``, as upstream's own
+runner tests do: its ``__init__`` allocates the pinned sampled-ids buffer the GPU runner uses
+(``CPUModelRunner`` is the V1 ``GPUModelRunner`` with CPU overrides), so buffer sizing can be
+judged on real code without a device or a model's weights.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+TINY_CONFIG = Path(__file__).with_name("tiny_llama_config")
+
+
+def small_config(max_num_reqs: int, max_model_len: int) -> Any:
+    """A ``VllmConfig`` for the tiny Llama config shipped here (no tokenizer, no weights)."""
+    from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+
+    model = ModelConfig(
+        model=str(TINY_CONFIG), dtype="float32", skip_tokenizer_init=True,
+        max_model_len=max_model_len, seed=0, enforce_eager=True,
+    )
+    scheduler = SchedulerConfig(
+        max_num_seqs=max_num_reqs, max_num_batched_tokens=max(512, max_model_len),
+        max_model_len=max_model_len, is_encoder_decoder=False,
+    )
+    return VllmConfig(
+        model_config=model, scheduler_config=scheduler,
+        cache_config=CacheConfig(block_size=16), device_config=DeviceConfig("cpu"),
+    )
+
+
+@contextmanager
+def cpu_runner_factory() -> Iterator[Callable[[int, int], Any]]:
+    """Yield ``build(max_num_reqs, max_model_len)``; the single-process distributed group (gloo,
+    a file rendezvous in a temp dir) the runner needs exists for the block, and is torn down."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed import (
+        destroy_distributed_environment,
+        destroy_model_parallel,
+        ensure_model_parallel_initialized,
+        init_distributed_environment,
+    )
+    from vllm.v1.worker.cpu_model_runner import CPUModelRunner
+
+    def build(max_num_reqs: int, max_model_len: int) -> Any:
+        config = small_config(max_num_reqs, max_model_len)
+        with set_current_vllm_config(config):
+            return CPUModelRunner(config, torch.device("cpu"))
+
+    with (tempfile.TemporaryDirectory(prefix="syncgate-dist-") as tmp,
+          set_current_vllm_config(small_config(4, 64))):
+        init_distributed_environment(
+            world_size=1, rank=0, local_rank=0,
+            distributed_init_method=f"file://{tmp}/rendezvous", backend="gloo",
+        )
+        ensure_model_parallel_initialized(1, 1)
+        try:
+            yield build
+        finally:
+            destroy_model_parallel()
+            destroy_distributed_environment()

@@ -1,0 +1,44 @@
+"""One report for all levels: a terminal section, a ``levels`` object and a JUnit suite each."""
+
+import json
+import xml.etree.ElementTree as ET
+
+from syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, skipped
+from syncgate.check.levels_report import sections, summary, write_level_reports
+
+LEVELS = [
+    LevelResult("scan", PASS, duration_s=1.25, cases=[LevelCase("R.execute_model", True, "ok")],
+                notes=["vllm at /t: 1 entry points"]),
+    LevelResult("unit", FAIL, duration_s=3.5, cases=[
+        LevelCase("probes.to_list", False, "blocking_readback: .tolist()", "/t/r.py", 12, 0.5),
+        LevelCase("probes.async_output", True, "ok", time_s=0.25)]),
+    skipped("serve", "skipped: the npu serving stack is not installed here (missing vllm-ascend)"),
+]
+
+
+def test_sections_and_summary_name_each_level():
+    text = sections(LEVELS, None)
+    assert "== scan: PASS (1.2 s)" in text
+    assert "== unit: FAIL (3.5 s)" in text
+    assert "[/t/r.py:12]" in text
+    assert "== serve: SKIPPED (skipped: the npu serving stack" in text
+    assert summary(LEVELS) == "scan PASS 1.2s, unit FAIL 3.5s, serve SKIPPED"
+
+
+def test_reports_have_levels_and_one_suite_per_level(tmp_path):
+    (tmp_path / "syncs_per_step.png").write_bytes(b"an earlier run's plot")
+    paths = write_level_reports(tmp_path, LEVELS, None, {"syncgate": "0"})
+    assert set(paths) == {"json", "junit"}
+    assert not (tmp_path / "syncs_per_step.png").exists()  # it would pass for this run's
+    doc = json.loads(paths["json"].read_text())
+    assert doc["passed"] is False
+    assert {k: v["status"] for k, v in doc["levels"].items()} == {
+        "scan": "pass", "unit": "fail", "serve": "skipped"}
+    root = ET.parse(paths["junit"]).getroot()
+    assert root.tag == "testsuites"
+    assert [s.get("name") for s in root] == ["syncgate.scan", "syncgate.unit", "syncgate.serve"]
+    assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in root] == [
+        ("1", "0", "0"), ("2", "1", "0"), ("1", "0", "1")]
+    assert (root.get("tests"), root.get("failures")) == ("4", "1")
+    failing = root.find("testsuite[@name='syncgate.unit']/testcase[failure]")
+    assert (failing.get("file"), failing.get("line")) == ("/t/r.py", "12")
