@@ -7,4 +7,12 @@ for env_script in /usr/local/Ascend/ascend-toolkit/set_env.sh /usr/local/Ascend/
   # shellcheck source=/dev/null
   [[ -f $env_script ]] && source "$env_script"
 done
+# SYNCGATE_CALIBRATE=npu (compose: e2e-npu, ut-npu): first say whether the simulated accelerator
+# blocks where this runner's device does. It reports and never stops the gate; without an NPU it
+# says so in one line (exit 2).
+if [[ -n ${SYNCGATE_CALIBRATE:-} ]]; then
+  python3 -m syncgate.cli calibrate --device "$SYNCGATE_CALIBRATE" \
+    --json "${SYNCGATE_REPORT_DIR:-/reports}/calibrate-${SYNCGATE_CALIBRATE}.json" \
+    || echo "syncgate-npu-entrypoint: calibrate exited $? (1: simulator disagrees, 2: no device); the gate runs regardless"
+fi
 exec /usr/local/bin/syncgate-gate "$@"
