@@ -22,8 +22,17 @@ from syncgate.errors import ScanError
 from syncgate.scan.config import ScanConfig, load_config
 from syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
-from syncgate.scan.sources import ClassInfo, FunctionInfo, Problem, SourceIndex, build_index
-from syncgate.scan.values import Facts, Pin, Place, ValueModel, is_none
+from syncgate.scan.sources import (
+    ClassInfo,
+    FunctionInfo,
+    Problem,
+    SourceIndex,
+    SourceModule,
+    build_index,
+    dotted,
+    is_record,
+)
+from syncgate.scan.values import Facts, Pin, Place, ValueModel, is_none, record_fields
 
 Node = tuple[ClassInfo | None, FunctionInfo]
 
@@ -126,7 +135,7 @@ def _entry_points(
     warnings: list[str] = []
     runners = [
         c for c in index.classes
-        if config.entry_classes.match(c.name) and not config.host_classes.match(c.name)
+        if config.entry_classes.match(c.name) and not config.skip_classes.match(c.name)
     ]
     wanted: list[tuple[str | None, str]] = []
     for spec in requested:
@@ -174,16 +183,37 @@ class _Analysis:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
                     assignments.append(assignment)
-                    made = assignment.made_by and index.resolve_class(cls.module, assignment.made_by)
-                    if made:
+                    for made in self._made_by(cls.module, assignment.made_by):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
+        for (_owner, attr), made in self._attr_types.items():
+            if len(made) == 1 and is_record(made[0].node):
+                facts.fields[attr] = record_fields(made[0].node)
         self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
+
+    def _made_by(self, module: SourceModule, name: str) -> list[ClassInfo]:
+        """The classes ``name(...)`` builds: a scanned class, or the classes a factory function
+        returns (``self.model_state = init_model_state(...)``)."""
+        if not name:
+            return []
+        cls = self.index.resolve_class(module, name)
+        if cls is not None:
+            return [cls]
+        factory = self.index.resolve_function(module, name)
+        if factory is None:
+            return []
+        made = []
+        for value in _returned_values(factory.node.body):
+            if isinstance(value, ast.Call):
+                built = self.index.resolve_class(factory.module, dotted(value.func))
+                if built is not None and built not in made:
+                    made.append(built)
+        return made
 
     def facts(self, function: FunctionInfo) -> FunctionFacts:
         found = self._facts.get(id(function))
@@ -225,6 +255,9 @@ class _Analysis:
         if call.how == "attr":
             attr, _, method = call.name.partition(".")
             return self._attr_calls(ctx, attr, method)
+        if call.how == "object":
+            owners = self.index.record_methods(call.name)
+            return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []
         if call.how == "super":
             if ctx is None or function.owner is None:
                 return []
@@ -309,6 +342,17 @@ class _Analysis:
                 found.extend(min(calls, key=lambda c: strongest(c.conditions).rank).conditions)
         return found
 
+    def _device_receiver(self, path: list[Node]) -> bool:
+        """The last call on ``path`` is a method of a device-computed record (its fields are
+        on the device: ``LogprobsTensors.tolists`` reached from ``logprobs_tensors.tolists()``)."""
+        if len(path) < 2:
+            return False
+        caller, callee = path[-2], path[-1]
+        return any(
+            c.how == "object" and callee in self._resolve(caller[0], caller[1], c)
+            for c in self.facts(caller[1]).calls
+        )
+
     def _bfs(self, start: Node, threshold: Guard) -> dict[tuple[int, int], list[Node]]:
         """Shortest paths from ``start`` using only edges no stronger than ``threshold``."""
         def key(node: Node) -> tuple[int, int]:
@@ -344,7 +388,7 @@ class _Analysis:
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason
-            elif not site.known:
+            elif not site.known and not (site.on_self and self._device_receiver(path)):
                 guard = Guard.UNKNOWN_RESIDENCE
                 reason = "nothing says the value read back is on the device"
         around = (*self._path_conditions(path), *site.conditions)

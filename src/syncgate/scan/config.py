@@ -17,7 +17,7 @@ from syncgate.errors import ConfigError
 from syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
-    "entries": ("classes", "methods", "host_classes"),
+    "entries": ("classes", "methods", "skip_classes"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default"),
     "values": ("host", "device", "device_modules"),
@@ -25,7 +25,7 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
 
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
-    {"one_without_speculation", "device_modules", "host_classes", "opt_in", "one_by_default"}
+    {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default"}
 )
 
 
@@ -48,7 +48,7 @@ class Patterns:
 class ScanConfig:
     entry_classes: Patterns
     entry_methods: tuple[str, ...]
-    host_classes: Patterns
+    skip_classes: Patterns
     speculation: Patterns
     one_without_speculation: Patterns
     async_scheduling: Patterns
@@ -90,7 +90,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
     return ScanConfig(
         entry_classes=Patterns(values["classes"]),
         entry_methods=values["methods"],
-        host_classes=Patterns(values["host_classes"]),
+        skip_classes=Patterns(values["skip_classes"]),
         speculation=Patterns(values["speculation"]),
         one_without_speculation=Patterns(values["one_without_speculation"]),
         async_scheduling=Patterns(values["async_scheduling"]),

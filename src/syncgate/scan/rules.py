@@ -51,15 +51,18 @@ class Site:
     api: str
     conditions: tuple[Condition, ...]
     known: bool = True  # False: a readback of a value whose residence nothing says
+    on_self: bool = False  # the value read back is a field of ``self``
 
 
 @dataclass(frozen=True)
 class Call:
     """An outgoing call: ``self.name()``, ``super().name()``, ``name()`` or ``Class()``."""
 
-    how: str  # "self" | "super" | "attr" (self.obj.method()) | "name"
+    how: str  # "self" | "super" | "attr" (self.obj.method()) | "name" | "object" (see below)
     name: str
     conditions: tuple[Condition, ...]
+    # "object": ``x.method()`` on a value the device computed (``logprobs_tensors.tolists()``),
+    # resolved to the one record class (NamedTuple, dataclass) that defines ``method``
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,12 @@ class FunctionWalker:
                 and receiver.func.id == "super"
             ):
                 self.facts.calls.append(Call("super", func.attr, stack))
+            elif (
+                func.attr not in _READBACKS
+                and not func.attr.startswith("_")
+                and self.values.place(receiver) is Place.DEVICE
+            ):
+                self.facts.calls.append(Call("object", func.attr, stack))
             self._method_rules(node, func, stack)
         elif isinstance(func, ast.Name):
             self.facts.calls.append(Call("name", func.id, stack))
@@ -270,7 +279,7 @@ class FunctionWalker:
             place = self.values.place(receiver)
             if place is not Place.HOST:
                 self._site(node, SyncKind.BLOCKING_READBACK, f"Tensor.{method}", stack,
-                           known=place is Place.DEVICE)
+                           known=place is Place.DEVICE, on_self=_on_self(receiver))
         elif method == "to" and targets_cpu(node):
             place = self.values.place(receiver)
             if not is_true(keyword(node, "non_blocking")) and place is not Place.HOST:
@@ -291,6 +300,15 @@ class FunctionWalker:
 
     def _site(
         self, node: ast.Call, kind: SyncKind, api: str, stack: tuple[Condition, ...],
-        known: bool = True,
+        known: bool = True, on_self: bool = False,
     ) -> None:
-        self.facts.sites.append(Site(node.lineno, kind, api, stack, known))
+        self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self))
+
+
+def _on_self(node: ast.expr) -> bool:
+    """``self.a``, ``self.a[i]``, ``self.a.b``: a field of the object the method belongs to."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+        if isinstance(node, ast.Name):
+            return node.id == "self"
+    return False

@@ -74,6 +74,7 @@ class SourceIndex:
     _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
+    _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """Depth-first, left-to-right, duplicates after their first occurrence removed.
@@ -119,6 +120,17 @@ class SourceIndex:
             for c in self.classes:
                 self._by_name.setdefault(c.name, []).append(c)
         return self._resolve(module, name, self._by_module)
+
+    def record_methods(self, name: str) -> list[FunctionInfo]:
+        """Methods called ``name`` of record classes (NamedTuple, dataclass): the containers the
+        model and sampler return, whose methods a caller reaches without knowing the class."""
+        if self._records is None:
+            self._records = {}
+            for cls in self.classes:
+                if is_record(cls.node):
+                    for method_name, function in cls.methods.items():
+                        self._records.setdefault(method_name, []).append(function)
+        return self._records.get(name, [])
 
     def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
         target = module.imports.get(name)
@@ -275,6 +287,14 @@ def _index_module(module: SourceModule, index: SourceIndex) -> None:
             index.functions[(module.name, node.name)] = FunctionInfo(
                 node.name, node.name, module, node
             )
+
+
+def is_record(node: ast.ClassDef) -> bool:
+    """A NamedTuple or a dataclass: a container of named fields."""
+    bases = {dotted(b).rpartition(".")[2] for b in node.bases}
+    decorators = {dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2]
+                  for d in node.decorator_list}
+    return "NamedTuple" in bases or "dataclass" in decorators
 
 
 def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:

@@ -140,6 +140,9 @@ class Facts:
     # attr -> (present in the target configuration?, guard category) when every non-None
     # assignment sits under a condition of one category (e.g. created only with async scheduling)
     presence: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    # attr -> place of each field of the record (NamedTuple, dataclass) stored there, in order:
+    # (scheduler_output, logits, ...) = self.execute_model_state unpacks them by position
+    fields: dict[str, list[Place]] = field(default_factory=dict)
 
 
 class ValueModel:
@@ -193,6 +196,10 @@ class ValueModel:
                     place = Place.HOST
                 elif element is not None and element.isdigit() and isinstance(value, ast.Call):
                     place = self._returned(value, int(element))
+                elif element is not None and element.isdigit() and _self_attr(value):
+                    record = self.facts.fields.get(value.attr, [])  # type: ignore[union-attr]
+                    index = int(element)
+                    place = record[index] if index < len(record) else Place.UNKNOWN
                 else:
                     place = self.place(value) if value is not None else Place.UNKNOWN
                 collected.setdefault(name, []).append(place)
@@ -390,6 +397,23 @@ class ValueModel:
         return self._returned(node, None)
 
 
+def _self_attr(node: ast.expr | None) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def record_fields(node: ast.ClassDef) -> list[Place]:
+    """Place of each annotated field of a record class body, in order."""
+    return [
+        _annotation_place(item.annotation)
+        for item in node.body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    ]
+
+
 def _annotation_place(annotation: ast.expr) -> Place:
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         parts = [_annotation_place(annotation.left), _annotation_place(annotation.right)]
@@ -448,7 +472,7 @@ def _bind(target: ast.expr, value: ast.expr) -> Iterable[tuple[str, ast.expr | N
         if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
             for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
                 yield from _bind(sub_target, sub_value)
-        elif isinstance(value, ast.Call):
+        elif isinstance(value, ast.Call) or _self_attr(value):
             for position, element in enumerate(target.elts):
                 for name in _names(element):
                     yield name, value, str(position)  # item ``position`` of what the call returns

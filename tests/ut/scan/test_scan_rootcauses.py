@@ -14,6 +14,8 @@ from syncgate.scan.callgraph import scan
     ("fixture", "entry"),
     [
         ("polarity.py", "PolarityModelRunner.execute_model"),
+        ("residence.py", "execute_model"),
+        ("misses.py", "MissesModelRunner.execute_model"),
     ],
 )
 def test_root_cause_fixture(scan_data, expected_sites, fixture, entry):

