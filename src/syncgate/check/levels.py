@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from syncgate.audit.budgets import BudgetSet
+from syncgate.check.rehearsal import device_problem
 from syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
 from syncgate.errors import ConfigError, UsageError
 from syncgate.scan.callgraph import Finding, scan
@@ -234,6 +235,16 @@ def _split_site(site: str) -> tuple[str | None, int | None]:
 
 
 # --- serve -------------------------------------------------------------------------------------
+def serve_blocker(device: str) -> str | None:
+    """Why the serve level cannot run on ``device`` here (one line), or None. Ask before the unit
+    level: it may stub ``torch_npu``, which must not pass for a device."""
+    missing = serve_missing(device_levels(device))
+    if missing is not None:
+        return missing
+    problem = device_problem(device)
+    return None if problem is None else f"skipped: no {device.upper()} here: {problem}"
+
+
 def serve_missing(levels: DeviceLevels) -> str | None:
     """Why the profile's serving stack cannot run here (one line), or None when it can."""
     missing = []

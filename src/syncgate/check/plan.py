@@ -35,8 +35,10 @@ class Plan:
 
 
 def make_plan(device: str | None, profile_path: str | None, model: str | None,
-              scenarios: list[str] | None, report_dir: str, rehearse: bool = False) -> Plan:
-    """Settle the run; a device profile without its device is refused here unless rehearsed."""
+              scenarios: list[str] | None, report_dir: str, rehearse: bool = False,
+              need_device: bool = True) -> Plan:
+    """Settle the run; a device profile without its device is refused here unless rehearsed
+    or ``need_device`` is false (levels that run without it, e.g. ``--levels scan,unit``)."""
     profile = load_profile(profile_path or builtin_profile_path(device or "cpu"))
     if device is not None and profile_path is not None and profile.device != device:
         raise UsageError(f"--device {device} contradicts {profile.source} (device = {profile.device})")
@@ -48,7 +50,7 @@ def make_plan(device: str | None, profile_path: str | None, model: str | None,
     rehearsal = None
     if rehearse:
         profile, rehearsal = rehearse_profile(profile)
-    else:
+    elif need_device:
         require_device(profile.device)
     groups = _select(profile, scenarios)
     model_dir, recipe = _model(profile, model)

