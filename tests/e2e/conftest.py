@@ -12,7 +12,9 @@ import psutil
 import pytest
 
 from syncgate.audit.budgets import load_budgets
-from syncgate.profiles import builtin_profile_path, load_profile
+from syncgate.check.run import GroupRun
+from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
+from syncgate.serve.scenarios import SCENARIOS
 
 
 def pytest_collection_modifyitems(config, items):
@@ -30,11 +32,74 @@ def _profile(config):
     return load_profile(builtin_profile_path(config.getoption("--syncgate-device")))
 
 
+def _rehearsals():
+    """Every shipped device profile as rehearsed on the CPU stack (empty where a device is here)."""
+    from syncgate.check.rehearsal import device_problem, rehearse_profile
+
+    return {device: rehearse_profile(load_profile(builtin_profile_path(device)))
+            for device in DEVICES if device != "cpu" and device_problem(device) is not None}
+
+
+def _rehearsal_cases(config):
+    """(device, group, scenario) in the CPU profile's group order, so each server starts once and
+    each scenario a CPU test also runs is run once for both (see ``scenario_runs``)."""
+    if config.getoption("--syncgate-device") != "cpu":
+        return []
+    cases = []
+    rehearsed = {device: {g.name: g.scenarios for g in profile.groups}
+                 for device, (profile, _) in _rehearsals().items()}
+    for group in _profile(config).groups:
+        wanted = [s for d in rehearsed.values() for s in d.get(group.name, ())]
+        for scenario in dict.fromkeys([*group.scenarios, *wanted]):
+            cases += [(d, group.name, scenario) for d, groups in rehearsed.items()
+                      if scenario in groups.get(group.name, ())]
+    return cases
+
+
 def pytest_generate_tests(metafunc):
     if "group_scenario" in metafunc.fixturenames:
         profile = _profile(metafunc.config)
         cases = [(g.name, s) for g in profile.groups for s in g.scenarios]
         metafunc.parametrize("group_scenario", cases, ids=[f"{g}/{s}" for g, s in cases])
+    if "rehearsal_case" in metafunc.fixturenames:
+        cases = _rehearsal_cases(metafunc.config)
+        metafunc.parametrize("rehearsal_case", cases, ids=["/".join(c) for c in cases])
+
+
+class ScenarioRuns:
+    """Each (group, scenario) runs once per session on the ``--syncgate-device`` profile's servers.
+
+    The profile's own tests and the rehearsals of the device profiles judge that same run: a
+    rehearsal serves with the CPU profile's flags, so its servers are these (the rehearsal test
+    checks the flags agree). Only what differs from the CPU run costs time: the scenarios only a
+    device profile has (logprob_parity), and judging under each device profile.
+    """
+
+    def __init__(self, group_server):
+        self._group_server = group_server
+        self._runs = {}
+
+    def get(self, group_name, scenario_name):
+        """A GroupRun holding just this scenario's run, as ``judge`` takes it."""
+        key = (group_name, scenario_name)
+        if key not in self._runs:
+            session = self._group_server(group_name)
+            run = session.run(SCENARIOS[scenario_name])
+            result = session.result
+            self._runs[key] = GroupRun(result.profile_group, result.flags, result.log_path,
+                                       result.audit_dir, scenarios=[run], runner=result.runner,
+                                       speculation=result.speculation)
+        return self._runs[key]
+
+
+@pytest.fixture(scope="session")
+def scenario_runs(group_server):
+    return ScenarioRuns(group_server)
+
+
+@pytest.fixture(scope="session")
+def rehearsals():
+    return _rehearsals()
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,26 @@ def test_sync_heavy_mutant_fails_the_gate_naming_to_list(tmp_path, no_leftovers,
     assert no_leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("device", ["cuda", "npu"])
+def test_wrapping_to_list_override_fails_the_rehearsal_it_would_pass_by_mro(tmp_path, no_leftovers,
+                                                                            device):
+    """The device budgets allow _to_list's transfer wait in overrides (``overrides = true``); a
+    subclass override that adds a device synchronize around it must still fail, naming its line."""
+    done = _check(["--device", device, "--rehearse", "--scenarios", "sequential"], tmp_path,
+                  SYNCGATE_MUTANT="wrapping_to_list")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    [scenario] = report["scenarios"]
+    verdict = scenario["sync_verdict"]
+    [breach] = [b for b in verdict["breaches"] if b["step_kind"] == "decode"]
+    assert (breach["kind"], breach["worst"]) == ("device_sync", 1)
+    assert all("mutants.py" in site and site.endswith(":_to_list") for site in breach["sites"])
+    # the transfer wait it wraps is CPUModelRunner._to_list, allowed via GPUModelRunner's rule
+    assert "vllm.v1.worker.cpu_model_runner:CPUModelRunner._to_list" in verdict["allowed"]
+    assert verdict["rehearsal"]["what"] == f"rehearsal of {device} on cpu"
+    assert no_leftovers(tmp_path) == []
+
+
 def test_corrupted_token_is_reported_as_the_first_divergence(group_server, hf_reference, budgets,
                                                              profile, tmp_path):
     session = group_server(profile.groups[0].name)

@@ -3,19 +3,13 @@
 import pytest
 
 from syncgate.check.judge import judge
-from syncgate.check.run import GroupRun
-from syncgate.serve.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_scenario(group_scenario, group_server, hf_reference, budgets, profile):
-    group_name, scenario_name = group_scenario
-    session = group_server(group_name)
-    run = session.run(SCENARIOS[scenario_name])
-    result = session.result
-    single = GroupRun(result.profile_group, result.flags, result.log_path, result.audit_dir,
-                      scenarios=[run], runner=result.runner, speculation=result.speculation)
+def test_scenario(group_scenario, scenario_runs, hf_reference, budgets, profile):
+    single = scenario_runs.get(*group_scenario)  # run once, shared with the rehearsals
+    [run] = single.scenarios
     [verdict], [group_verdict] = judge([single], hf_reference, budgets, mode=profile.parity,
                                        tolerance=profile.tolerance,
                                        default_runner=profile.runner)
