@@ -24,6 +24,7 @@ from syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
 from syncgate.scan.sources import (
     ClassInfo,
+    FileBudget,
     FunctionInfo,
     Problem,
     SourceIndex,
@@ -52,6 +53,7 @@ class Finding:
     code: str
     conditions: tuple[str, ...] = ()
     reason: str = ""
+    entry_symbol: str = ""  # module:Class.method: V1 and V2 runners share a class name
 
     @property
     def gates(self) -> bool:
@@ -73,6 +75,7 @@ class Finding:
             "code": self.code,
             "conditions": list(self.conditions),
             "reason": self.reason,
+            "entry_symbol": self.entry_symbol,
         }
 
 
@@ -100,15 +103,17 @@ def scan(
     entries: Sequence[str] = (),
     allow: Sequence[AllowRule] = (),
     config: ScanConfig | None = None,
+    budget: FileBudget | None = None,
 ) -> ScanResult:
     """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
     config = config or load_config()
-    index = build_index(list(paths))
+    index = build_index(list(paths), budget or FileBudget())
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
     analysis = _Analysis(index, config)
     roots, warnings = _entry_points(index, config, entries)
+    warnings = [*index.warnings, *warnings]
     if not roots:
         raise ScanError(
             "no entry point found in the scanned files" + (f" ({warnings[0]})" if warnings else "")
@@ -411,6 +416,7 @@ class _Analysis:
             code=code,
             conditions=tuple(conditions),
             reason=reason,
+            entry_symbol=f"{runner.symbol}.{entry.name}",
         )
 
 

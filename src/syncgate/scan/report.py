@@ -34,8 +34,10 @@ def to_json(result: ScanResult) -> str:
         "summary": {
             "files": result.files,
             "lines": result.lines,
-            "findings": len(result.findings),
-            "failing": len(result.failing),
+            "findings": len(result.findings),  # site x entry pairs
+            "failing": len(result.failing),  # site x entry pairs that fail the gate
+            "sites": len({(f.file, f.line) for f in result.findings}),
+            "failing_sites": len({(f.file, f.line) for f in result.failing}),
             "by_guard": _count(result.findings, lambda f: f.guard),
         },
         "entries": result.entries,
@@ -107,13 +109,15 @@ def to_text(result: ScanResult, show_guarded: bool = True) -> str:
             for condition in finding.conditions:
                 out.append(f"         when: {condition}")
             if finding.reason:
-                out.append(f"         allowed: {finding.reason}")
+                label = "allowed" if finding.guard == "allowed" else "note"
+                out.append(f"         {label}: {finding.reason}")
         out.append("")
     unique = {(f.file, f.line) for f in result.failing}
+    sites = {(f.file, f.line) for f in result.findings}
     out.append(
         f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points: "
-        f"{len(result.findings)} findings, {len(unique)} unguarded sync sites "
-        f"({'FAIL' if unique else 'ok'})"
+        f"{len(result.findings)} findings (site x entry pairs) at {len(sites)} sites, "
+        f"{len(unique)} unguarded sync sites ({'FAIL' if unique else 'ok'})"
     )
     for problem in result.problems:
         out.append(f"not scanned: {problem.file}: {problem.reason}")

@@ -70,6 +70,7 @@ class SourceIndex:
     functions: dict[tuple[str, str], FunctionInfo] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     lines: int = 0
     _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
@@ -207,7 +208,9 @@ def build_index(paths: list[str]) -> SourceIndex:
         if module is not None:
             index.modules.append(module)
             index.lines += len(module.lines)
-            _index_module(module, index)
+    _rebase(index)
+    for module in index.modules:
+        _index_module(module, index)
     for cls in index.classes:
         for base in cls.node.bases:
             name = dotted(base)
@@ -237,8 +240,14 @@ def _parse(path: Path, display: str, index: SourceIndex) -> SourceModule | None:
         index.problems.append(Problem(display, f"syntax error at line {exc.lineno}: {exc.msg}"))
         return None
     module = SourceModule(path, display, module_name(path), tree, text.splitlines())
-    package = module.name if path.stem == "__init__" else module.name.rpartition(".")[0]
-    for node in _imports(tree.body):
+    _read_imports(module)
+    return module
+
+
+def _read_imports(module: SourceModule) -> None:
+    package = module.name if module.path.stem == "__init__" else module.name.rpartition(".")[0]
+    module.imports.clear()
+    for node in _imports(module.tree.body):
         if isinstance(node, ast.ImportFrom):
             base = _absolute(node, package)
             for alias in node.names:
@@ -247,7 +256,48 @@ def _parse(path: Path, display: str, index: SourceIndex) -> SourceModule | None:
             for alias in node.names:
                 if alias.asname:
                     module.imports[alias.asname] = (alias.name, "")
-    return module
+
+
+def _rebase(index: SourceIndex) -> None:
+    """Full module names for a subtree whose parent packages lack ``__init__.py``.
+
+    ``vllm_ascend/worker`` copied without ``vllm_ascend/__init__.py`` names its modules
+    ``worker.*``, and allow rules written for ``vllm_ascend.worker.*`` would silently stop
+    matching. The scanned files' own absolute imports (``from vllm_ascend.worker.x import``)
+    tell the missing prefix; when they disagree the scan says so in one line.
+    """
+    imported: set[str] = set()
+    for module in index.modules:
+        for node in _imports(module.tree.body):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    groups: dict[str, list[SourceModule]] = {}
+    for module in index.modules:
+        if "." in module.name:
+            top = module.name.split(".")[0]
+            root = next((p for p in module.path.absolute().parents if p.name == top), None)
+            groups.setdefault(str(root), []).append(module)
+    for root, modules in groups.items():
+        prefixes = {
+            name[: -len(module.name)]
+            for module in modules
+            for name in imported
+            if name.endswith("." + module.name)
+        }
+        if len(prefixes) == 1:
+            prefix = prefixes.pop()
+            for module in modules:
+                module.name = prefix + module.name
+                _read_imports(module)
+        elif prefixes:
+            shown = ", ".join(sorted(p.rstrip(".") for p in prefixes))
+            index.warnings.append(
+                f"{root}: no __init__.py above it and its imports disagree on its package "
+                f"({shown}); module names start at {Path(root).name}, so allow rules written "
+                f"for the full names do not match"
+            )
 
 
 def _imports(body: list[ast.stmt]) -> list[ast.stmt]:

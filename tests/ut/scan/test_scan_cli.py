@@ -183,3 +183,56 @@ def test_a_folder_without_python_files_exits_2(tmp_path, run_scan):
     code, _, err = run_scan(str(tmp_path))
     assert code == 2
     assert "nothing could be scanned" in err
+
+
+def _subtree(root, package_import: str) -> None:
+    """``pkg/worker`` with ``worker/__init__.py`` but no ``pkg/__init__.py``."""
+    worker = root / "pkg" / "worker"
+    worker.mkdir(parents=True)
+    (worker / "__init__.py").write_text("")
+    (worker / "batch.py").write_text("class Batch:\n    pass\n")
+    (worker / "runner.py").write_text(
+        f"import torch\nfrom {package_import}.batch import Batch\n\n\n"
+        "class SubModelRunner:\n"
+        "    def execute_model(self, ids_gpu):\n"
+        "        return ids_gpu.tolist()\n"
+    )
+
+
+def test_subtree_without_parent_packages_gets_its_full_module_names(tmp_path, scan_json):
+    _subtree(tmp_path, "pkg.worker")
+    budget = tmp_path / "allow.toml"
+    budget.write_text(
+        'profile = "test"\n[[budget]]\nspeculation = false\n'
+        '[[budget.allow]]\nsite = "pkg.worker.runner:SubModelRunner.execute_model"\n'
+        'reason = "by design"\n'
+    )
+    code, report = scan_json(str(tmp_path / "pkg" / "worker"), "--budget", str(budget))
+    assert code == 0
+    [finding] = report["findings"]
+    assert finding["runner"] == "pkg.worker.runner:SubModelRunner"
+    assert finding["guard"] == "allowed"
+    assert report["warnings"] == []
+
+
+def test_subtree_whose_imports_disagree_warns_in_one_line(tmp_path, run_scan):
+    _subtree(tmp_path, "pkg.worker")
+    (tmp_path / "pkg" / "worker" / "other.py").write_text("from elsewhere.worker.batch import B\n")
+    code, _, err = run_scan(str(tmp_path / "pkg" / "worker"), "--profile", "cpu")
+    assert code == 1
+    warnings = [line for line in err.splitlines() if "no __init__.py above it" in line]
+    assert len(warnings) == 1
+    assert "(elsewhere, pkg)" in warnings[0]
+
+
+def test_json_names_the_entry_module_and_counts_sites_and_pairs(scan_data, scan_json):
+    code, report = scan_json(str(scan_data / "rules"), *RULES_ENTRY)
+    assert code == 1
+    for finding in report["findings"]:
+        assert finding["entry_symbol"] == f"{finding['runner']}.{finding['entry'].split('.')[-1]}"
+    summary = report["summary"]
+    pairs = {(f["file"], f["line"], f["entry"]) for f in report["findings"]}
+    assert summary["findings"] == len(report["findings"]) >= len(pairs)
+    assert summary["sites"] == len({(f["file"], f["line"]) for f in report["findings"]})
+    failing = {(f["file"], f["line"]) for f in report["findings"] if f["guard"] == "none"}
+    assert summary["failing_sites"] == len(failing)
