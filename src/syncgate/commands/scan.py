@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from syncgate.audit.budgets import AllowRule, builtin_budget_path, load_budgets
-from syncgate.errors import BudgetError, ReportDirError
+from syncgate.reportfiles import write_all
 from syncgate.scan.callgraph import scan
 from syncgate.scan.report import FORMATS, to_text
+from syncgate.scan.sources import FileBudget
 
 HELP = "statically scan runner sources for syncs reachable from per-step entry points"
 
@@ -32,11 +33,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
     parser.add_argument("--failing-only", action="store_true",
                         help="text format: only the syncs that fail the gate")
+    budget = FileBudget()
+    parser.add_argument("--max-file-bytes", type=_positive(int), default=budget.max_bytes,
+                        help="skip (with a warning) a file larger than this (default %(default)s)")
+    parser.add_argument("--max-file-depth", type=_positive(int), default=budget.max_depth,
+                        help="skip a file whose syntax nests deeper (default %(default)s)")
+    parser.add_argument("--max-file-seconds", type=_positive(float), default=budget.max_seconds,
+                        help="skip a file that takes longer to read and parse (default %(default)s)")
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            number = 0
+        if not math.isfinite(number) or number <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+        return number
+
+    return parse
 
 
 def run(args: argparse.Namespace) -> int:
     allow = _allow_rules(args.budget, args.profile)
-    result = scan(args.paths, entries=args.entry, allow=allow)
+    result = scan(args.paths, entries=args.entry, allow=allow,
+                  budget=FileBudget(args.max_file_bytes, args.max_file_depth,
+                                    args.max_file_seconds))
     for warning in result.warnings:
         print(f"syncgate scan: warning: {warning}", file=sys.stderr)
     for problem in result.problems:
@@ -48,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         report = FORMATS[args.format](result)
     if args.output:
-        _write_atomically(Path(args.output), report + "\n")
+        output = Path(args.output)
+        write_all(output.parent, {output.name: report + "\n"})
     else:
         sys.stdout.write(report + "\n")
     return result.exit_code
@@ -56,29 +80,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _allow_rules(budget: str | None, profile: str) -> list[AllowRule]:
     """Allow rules of the non-speculative budgets: the scan protects the non-speculative loop."""
-    if budget is None:
-        try:
-            path = builtin_budget_path(profile)
-        except BudgetError as exc:
-            print(f"syncgate scan: warning: {exc}; scanning without an allow-list",
-                  file=sys.stderr)
-            return []
-    else:
-        path = Path(budget)
+    # an unknown --profile is a BudgetError (exit 2), not a warning and a gate without allow-list
+    path = builtin_budget_path(profile) if budget is None else Path(budget)
     return list(load_budgets(path).all_allow_rules(speculation=False))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Never leave a half-written report: write a sibling temp file, then rename it."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    except OSError as exc:
-        raise ReportDirError(f"{path}: cannot write the report ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

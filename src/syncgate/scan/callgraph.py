@@ -24,6 +24,7 @@ from syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
 from syncgate.scan.sources import (
     ClassInfo,
+    FileBudget,
     FunctionInfo,
     Problem,
     SourceIndex,
@@ -102,10 +103,11 @@ def scan(
     entries: Sequence[str] = (),
     allow: Sequence[AllowRule] = (),
     config: ScanConfig | None = None,
+    budget: FileBudget | None = None,
 ) -> ScanResult:
     """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
     config = config or load_config()
-    index = build_index(list(paths))
+    index = build_index(list(paths), budget or FileBudget())
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")

@@ -9,10 +9,13 @@ vLLM's class when both trees are scanned together.
 from __future__ import annotations
 
 import ast
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from syncgate.errors import ScanError
+from syncgate.safeio import TooLarge, read_regular
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -180,7 +183,7 @@ def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
 
 def _display(file: Path, cwd: Path) -> str:
     try:
-        return str(file.resolve().relative_to(cwd))
+        return str(Path(os.path.realpath(file)).relative_to(cwd))
     except ValueError:
         return str(file)
 
@@ -196,15 +199,28 @@ def module_name(path: Path) -> str:
     return ".".join(reversed(parts)) or path.stem
 
 
-def build_index(paths: list[str]) -> SourceIndex:
+@dataclass(frozen=True)
+class FileBudget:
+    """What one file may cost before it is skipped (with a warning; the rest is scanned).
+
+    Bytes bound reading and parsing; AST depth bounds the recursive analysis (vLLM's deepest
+    file is under 30); seconds bound the read and parse of a file the two others let through.
+    """
+
+    max_bytes: int = 2 << 20
+    max_depth: int = 100
+    max_seconds: float = 10.0
+
+
+def build_index(paths: list[str], budget: FileBudget = FileBudget()) -> SourceIndex:
     index = SourceIndex()
     seen: set[Path] = set()
     for path, display in collect_files(paths):
-        real = path.resolve()
+        real = Path(os.path.realpath(path))  # never raises, also on a symlink loop
         if real in seen:
             continue
         seen.add(real)
-        module = _parse(path, display, index)
+        module = _parse(path, display, index, budget)
         if module is not None:
             index.modules.append(module)
             index.lines += len(module.lines)
@@ -220,9 +236,14 @@ def build_index(paths: list[str]) -> SourceIndex:
     return index
 
 
-def _parse(path: Path, display: str, index: SourceIndex) -> SourceModule | None:
+def _parse(path: Path, display: str, index: SourceIndex, budget: FileBudget) -> SourceModule | None:
+    started = time.monotonic()
     try:
-        data = path.read_bytes()
+        data = read_regular(path, budget.max_bytes)  # a FIFO named *.py must not block the scan
+    except TooLarge:
+        index.skipped.append(Problem(display, f"larger than {budget.max_bytes} bytes "
+                                              "(--max-file-bytes)"))
+        return None
     except OSError as exc:
         index.problems.append(Problem(display, f"cannot be read ({exc.strerror})"))
         return None
@@ -238,6 +259,18 @@ def _parse(path: Path, display: str, index: SourceIndex) -> SourceModule | None:
         tree = ast.parse(text, filename=display)
     except SyntaxError as exc:
         index.problems.append(Problem(display, f"syntax error at line {exc.lineno}: {exc.msg}"))
+        return None
+    except (RecursionError, MemoryError):
+        index.skipped.append(Problem(display, "nested too deeply to parse"))
+        return None
+    if _depth(tree) > budget.max_depth:
+        index.skipped.append(Problem(display, f"syntax nested deeper than {budget.max_depth} "
+                                              "levels (--max-file-depth)"))
+        return None
+    elapsed = time.monotonic() - started
+    if elapsed > budget.max_seconds:
+        index.skipped.append(Problem(display, f"took {elapsed:.1f} s to read and parse "
+                                              f"(--max-file-seconds {budget.max_seconds:g})"))
         return None
     module = SourceModule(path, display, module_name(path), tree, text.splitlines())
     _read_imports(module)
@@ -298,6 +331,16 @@ def _rebase(index: SourceIndex) -> None:
                 f"({shown}); module names start at {Path(root).name}, so allow rules written "
                 f"for the full names do not match"
             )
+
+
+def _depth(tree: ast.AST) -> int:
+    """The deepest nesting of ``tree``, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
