@@ -138,6 +138,7 @@ def wheel_sources(dist: str, version: str) -> Path:
         if not archive.is_file() or _sha256(archive) != wheel.sha256:
             _download_wheel(wheel, root, archive)
         _extract_sources(wheel, archive, root, source)
+        archive.unlink()  # the sources are all the corpus reads: keep the cache small
     return source
 
 

