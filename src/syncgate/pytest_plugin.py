@@ -6,16 +6,22 @@
 - ``ascend_before_source``: the extracted vllm-ascend 0.23.0.post1 sdist (cached; skips if absent).
 - ``group_server``: factory of the running server session for one group of the device profile.
 - ``--syncgate-device``: the device profile serve-level tests run against (default ``cpu``).
+- ``syncgate_npu_property`` / ``syncgate_probes``: the unit level of ``syncgate check`` as
+  fixtures, for an upstream repo's own tests (``--syncgate-ascend-source``,
+  ``--syncgate-ascend-mode``, marker ``syncgate_ascend_source(path)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from syncgate.profiles import DEVICES
+from syncgate.unit import ASCEND_MODES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,6 +32,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="cpu",
         help="device profile for serve-level tests (default: cpu)",
     )
+    group.addoption(
+        "--syncgate-ascend-source",
+        metavar="PATH",
+        help="vllm-ascend tree for syncgate_npu_property (default: $SYNCGATE_ASCEND_SOURCE, else "
+        "the rootdir when it is a vllm-ascend checkout)",
+    )
+    group.addoption(
+        "--syncgate-ascend-mode",
+        choices=ASCEND_MODES,
+        default="auto",
+        help="how syncgate_npu_property gets NPUModelRunner: the real class (import), the parsed "
+        "file (ast), or the real class where it imports (auto, the default)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "syncgate_ascend_source(path): the vllm-ascend tree syncgate_npu_property checks "
+        "in this test (overrides --syncgate-ascend-source)")
+
+
+@pytest.fixture
+def syncgate_npu_property(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``check(source=None, mode=None) -> UnitReport``: the NPU seq-lens sync property (no sync
+    without speculation, seq_lens equal to the reference, no read before the event) on a
+    vllm-ascend tree's ``NPUModelRunner``, as ``syncgate check``'s unit level runs it."""
+    from syncgate.npu.harness import AscendSource
+    from syncgate.unit.ascend import npu_property
+
+    marker = request.node.get_closest_marker("syncgate_ascend_source")
+    configured = (marker.args[0] if marker else None) or request.config.getoption(
+        "--syncgate-ascend-source") or os.environ.get("SYNCGATE_ASCEND_SOURCE")
+
+    def check(source: str | Path | None = None, mode: str | None = None) -> Any:
+        root = source or configured or request.config.rootpath
+        return npu_property(AscendSource.at(root),
+                            mode or str(request.config.getoption("--syncgate-ascend-mode")))
+
+    return check
+
+
+@pytest.fixture
+def syncgate_probes() -> Callable[..., Any]:
+    """``check(flavour="cuda") -> UnitReport``: the probes (``_to_list``, async output, buffer
+    sizing) on the installed vLLM's runner classes, on a simulated ``flavour`` device."""
+    from syncgate.unit.vllm_probes import probe_vllm
+
+    return probe_vllm
 
 
 @pytest.fixture

@@ -11,4 +11,8 @@
 
 from syncgate.unit.result import UnitCheck, UnitReport
 
-__all__ = ["UnitCheck", "UnitReport"]
+#: How the NPU property gets ``NPUModelRunner`` (:func:`syncgate.unit.ascend.npu_property`); here,
+#: not there, so the pytest plugin can offer the choice without importing torch at start-up.
+ASCEND_MODES = ("auto", "ast", "import")
+
+__all__ = ["ASCEND_MODES", "UnitCheck", "UnitReport"]

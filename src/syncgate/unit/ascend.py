@@ -22,6 +22,7 @@ from syncgate.npu import torch_npu_stub
 from syncgate.npu.harness import AscendSource, importable_from, load_runner_class
 from syncgate.npu.parent import SimulatedGPUModelRunner
 from syncgate.npu.property import PropertyCase, check_property
+from syncgate.unit import ASCEND_MODES
 from syncgate.unit.result import UnitCheck, UnitReport
 
 TARGET = "vllm_ascend.worker.v2.model_runner:NPUModelRunner"
@@ -30,13 +31,12 @@ RULES = {
     "b": "seq_lens_equal_reference",
     "c": "no_read_before_event",
 }
-MODES = ("auto", "ast", "import")
 
 
 def npu_property(source: AscendSource, mode: str = "auto") -> UnitReport:
     """The three checks on ``source``; ``mode`` "auto" takes the real class where it imports."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if mode not in ASCEND_MODES:
+        raise ValueError(f"mode must be one of {ASCEND_MODES}, not {mode!r}")
     report = UnitReport(notes=[f"vllm-ascend {source.version} at {source.root}"])
     started = time.monotonic()
     try:
