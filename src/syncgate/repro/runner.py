@@ -107,8 +107,10 @@ class LocalRunner:
     def pytest(self, args: list[str], plan: dict[str, Any] | None = None) -> PytestResult:
         with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
             env = dict(os.environ)
-            # always loaded: it sets PDEATHSIG in the session and in every xdist worker
-            argv = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE]
+            # always loaded: it sets PDEATHSIG in the session and in every xdist worker; pytest's
+            # own temp dirs go inside ours, so they go with it
+            argv = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE,
+                    f"--basetemp={Path(tmp, 'basetemp')}"]
             if plan is not None:
                 plan = {**plan, "results": str(Path(tmp, "results.jsonl")),
                         "settled": str(Path(tmp, "settled.txt")) if plan.get("early_stop")

@@ -83,6 +83,9 @@ def snapshot(*roots: Path) -> set[str]:
 class Sandbox:
     """A work dir and a TMPDIR for one or more CLI runs, with the leftovers checks."""
 
+    marked = staticmethod(marked)
+    wait_unmarked = staticmethod(wait_unmarked)
+
     def __init__(self, base: Path) -> None:
         self.work = base / "work"
         self.tmp = base / "tmp"
