@@ -182,12 +182,16 @@ class _Analysis:
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
         assignments: list[Assignment] = []
+        setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
         # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
         self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
         for cls in index.classes:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
                     assignments.append(assignment)
+                    # a constructor is "called" as its class: AsyncOutput(...) builds it
+                    setter = f"{cls.name}()" if method.name == "__init__" else method.name
+                    setters.setdefault(assignment.attr, set()).add(setter)
                     for made in self._made_by(cls.module, assignment.made_by):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
@@ -197,9 +201,45 @@ class _Analysis:
         for (_owner, attr), made in self._attr_types.items():
             if len(made) == 1 and is_record(made[0].node):
                 facts.fields[attr] = record_fields(made[0].node)
+        self._setter_presence(facts, setters)
         self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
+
+    def _setter_presence(self, facts: Facts, setters: dict[str, set[str]]) -> None:
+        """An attribute stored only by a method that every caller calls in one mode only.
+
+        ``InputBatch.sampled_token_ids_cpu`` is set by ``set_async_sampled_token_ids``, which the
+        runner calls after ``if not self.use_async_scheduling: return``: outside that mode it
+        stays None, so a wait behind ``if self.sampled_token_ids_cpu is None: return`` is guarded.
+        A constructor counts as called where its class is (``Setter()`` in ``setters``).
+        """
+        walker = self._walker(facts, None)
+        modes: dict[str, set[Guard]] = {}  # setter -> guards around its calls
+        wanted = {m for attr, ms in setters.items() if attr not in facts.presence for m in ms}
+        needles = [f".{m}(" if not m.endswith("()") else m[:-1] for m in wanted]
+        for function in self._functions():
+            lines = function.module.lines[function.node.lineno - 1 : function.node.end_lineno]
+            text = "\n".join(lines)
+            if not any(needle in text for needle in needles):
+                continue
+            for call in walker.walk(function.node, context=function).calls:
+                name = call.name.rpartition(".")[2]
+                key = f"{name}()" if call.how == "name" else name
+                if call.how in ("self", "attr", "name") and key in wanted:
+                    modes.setdefault(key, set()).add(strongest(call.conditions))
+        for attr, methods in setters.items():
+            if attr in facts.presence:
+                continue
+            guards = {g for m in methods for g in modes.get(m, {Guard.NONE})}
+            if len(guards) == 1 and (guard := guards.pop()) is not Guard.NONE:
+                facts.presence[attr] = (False, guard.value)
+
+    def _functions(self) -> list[FunctionInfo]:
+        return [
+            *(m for cls in self.index.classes for m in cls.methods.values()),
+            *self.index.functions.values(),
+        ]
 
     def _made_by(self, module: SourceModule, name: str) -> list[ClassInfo]:
         """The classes ``name(...)`` builds: a scanned class, or the classes a factory function

@@ -26,7 +26,7 @@ from syncgate.tomlfile import read_toml, reject_unknown_keys
 from syncgate.upstream_sources import ascend_sdist, wheel_sources
 
 LABELS = ("default", "mode", "by_design", "not_sync")
-_VERSION_KEYS = ("name", "source", "paths", "entries", "profile", "note", "site")
+_VERSION_KEYS = ("name", "source", "paths", "entries", "profile", "note", "base", "site")
 _SITE_KEYS = ("file", "function", "code", "label", "why")
 
 
@@ -51,6 +51,9 @@ class Release:
     profile: str
     labels: tuple[Label, ...]
     note: str = ""
+    # ``dist==version`` whose ``vllm/v1/worker`` is scanned along as the classes the release
+    # subclasses (vllm-ascend's runners extend vLLM's); only the release's own sites are scored
+    base: str = ""
 
 
 @dataclass
@@ -83,7 +86,7 @@ def load_corpus(path: str | Path) -> list[Release]:
                                 site.get("why", "")))
         releases.append(Release(
             raw["name"], raw["source"], tuple(raw["paths"]), tuple(raw.get("entries", ())),
-            raw.get("profile", "cuda"), tuple(labels), raw.get("note", ""),
+            raw.get("profile", "cuda"), tuple(labels), raw.get("note", ""), raw.get("base", ""),
         ))
     return releases
 
@@ -114,15 +117,21 @@ def _installed_vllm(version: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))).parent
 
 
-def evaluate(release: Release, root: Path) -> tuple[Score, list[Finding]]:
-    """Scan ``release`` at ``root`` with its profile's non-speculative allow rules and score it."""
+def evaluate(release: Release, root: Path, base: Path | None = None) -> tuple[Score, list[Finding]]:
+    """Scan ``release`` at ``root`` (with ``base``'s ``vllm/v1/worker`` when the release names a
+    base) with its profile's non-speculative allow rules and score its own sites."""
     allow = load_budgets(builtin_budget_path(release.profile)).all_allow_rules(speculation=False)
+    paths = [str(root / p) for p in release.paths]
+    if release.base:
+        paths.append(str((base or source_root(release.base)) / "vllm" / "v1" / "worker"))
     started = time.perf_counter()
-    result = scan([str(root / p) for p in release.paths], entries=release.entries, allow=allow)
+    result = scan(paths, entries=release.entries, allow=allow)
     score = Score(release.name, seconds=time.perf_counter() - started, lines=result.lines)
     sites: dict[tuple[str, int], list[Finding]] = {}
+    own = str(root.resolve())
     for finding in result.findings:
-        sites.setdefault((finding.file, finding.line), []).append(finding)
+        if str(Path(finding.file).resolve()).startswith(own + "/"):
+            sites.setdefault((finding.file, finding.line), []).append(finding)
     matched: set[Label] = set()
     for (file, line), group in sorted(sites.items()):
         relative = _relative(file, root)
