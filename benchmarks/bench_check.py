@@ -38,7 +38,7 @@ def main() -> int:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "syncgate.cli", "check", "--device", "cpu",
-         "--report", str(report / "report"), *extra],
+         "--report-dir", str(report / "report"), *extra],
         env=env, capture_output=True, text=True,
     )
     wall = time.monotonic() - started

@@ -17,7 +17,37 @@ from syncgate import __version__
 from syncgate.errors import EXIT_USAGE, SyncgateError
 from syncgate.reportfiles import printable
 
-COMMANDS = ("check", "scan", "repro", "model", "doctor", "calibrate")
+COMMANDS = ("check", "scan", "repro", "annotate", "model", "doctor", "devices", "calibrate")
+
+EXIT_CODES = """\
+exit codes (every subcommand):
+  0    passed (check, scan, repro: nothing broken; others: done)
+  1    the gate failed: a scan finding, a check breach or parity difference, a broken test
+  2    usage, input or environment error (one line on stderr naming the input)
+  130  interrupted (Ctrl-C, SIGTERM)
+
+examples:
+  syncgate scan path/to/vllm/v1/worker        # seconds, any machine, source only
+  syncgate check                              # every level that can run here
+  syncgate repro ci.log --list                # what failed in CI, then rerun it
+  syncgate <command> --help                   # options, defaults and examples of each"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Epilogs keep their line breaks; every option with a real default says it.
+
+    An option whose help already names its default (in words, for a default computed at run
+    time) is left alone; ``None``/``False`` defaults mean "off" and are not shown.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, argparse.SUPPRESS, [])
+                or not action.option_strings):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})".lstrip()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,12 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="syncgate",
         description="Prove vLLM runners do not block the host on the device in the decode loop.",
+        epilog=EXIT_CODES, formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"syncgate {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"syncgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"syncgate.commands.{name}")
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                                 epilog="examples:\n" + module.EXAMPLES.strip("\n")
+                                 + "\n\nexit codes: see syncgate --help",
+                                 formatter_class=HelpFormatter)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser

@@ -8,6 +8,10 @@ this call created), leaving nothing new behind.
 
 Log lines, node ids and env headers come from CI and may hold terminal escapes (ESC, BEL) or
 bytes XML 1.0 cannot carry; :func:`printable` turns those into visible ``\\xNN`` text.
+
+Temporary files are private (``mkstemp``: 0600) while they are written; each gets the mode a
+plain ``open()`` would have given it (0644 under umask 022) before it is swapped in, so an
+artifact upload or another user of a shared container can read the report.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ def write_all(directory: Path, files: Mapping[str, Content], what: str = "the re
             os.close(fd)
             temps[target] = Path(tmp)
             _write(Path(tmp), content)
+            follow_umask(Path(tmp))
         for target, tmp in temps.items():
             os.replace(tmp, target)
     except OSError as exc:
@@ -65,6 +70,25 @@ def write_all(directory: Path, files: Mapping[str, Content], what: str = "the re
         _undo(temps, created)
         raise
     return list(temps)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux says it (/proc), else by the
+    set-and-restore that is the only portable way."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(path: Path, directory: bool = False) -> None:
+    """Give a file (0666) or directory (0777) made private by mkstemp/mkdtemp the umask's mode."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
 
 
 def _write(path: Path, content: Content) -> None:

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 def _check(args, tmp_path, **env):
     return subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--report", str(tmp_path / "report"), *args],
+        [sys.executable, "-m", "syncgate.cli", "check", "--report-dir", str(tmp_path / "report"), *args],
         capture_output=True, text=True, timeout=900, env={**os.environ, **env},
     )
 
@@ -110,7 +110,7 @@ def test_invalid_server_flag_is_a_one_line_exit_2(tmp_path, no_leftovers, profil
 def test_interrupted_check_leaves_no_process(tmp_path, no_leftovers, syncgate_device, how):
     proc = subprocess.Popen(
         [sys.executable, "-m", "syncgate.cli", "check", "--device", syncgate_device,
-         "--scenarios", "sequential", "--report", str(tmp_path / "report")],
+         "--scenarios", "sequential", "--report-dir", str(tmp_path / "report")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:

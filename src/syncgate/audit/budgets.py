@@ -16,6 +16,19 @@ An allow rule follows the code's structure where it says so:
 - ``logprobs_only = true``: the rule applies only in steps that serve a request asking for sample
   logprobs (the worker journals how many per step); in every other step the site counts.
 
+A file of your own can start from a built-in one (``extends = "cuda"``, or a ``.toml`` path
+beside it) and add only what differs: each of its ``[[budget]]`` tables merges into the base's
+budget of the same runner and speculation mode (``runner = "*"``, the default: every runner of
+that mode), its allow rules added to the base's, its limits overriding the base's per kind::
+
+    extends = "cuda"
+    [[budget]]
+    speculation = false
+    [[budget.allow]]
+    site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._encoder_timing"
+    kind = "device_sync"
+    reason = "opt-in encoder timing, off unless --collect-timing"
+
 Example::
 
     profile = "cuda"
@@ -144,16 +157,18 @@ def load_budgets(path: str | Path) -> BudgetSet:
     return parse_budgets(read_toml(path, BudgetError), source=str(path))
 
 
-def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:
+def parse_budgets(data: dict[str, Any], source: str = "<budgets>",
+                  _chain: tuple[str, ...] = ()) -> BudgetSet:
     reject_unknown_keys(
-        data, ("profile", "budget"), where="", source=source, error=BudgetError,
-        problem="unknown key (expected profile, budget)",
+        data, ("profile", "budget", "extends"), where="", source=source, error=BudgetError,
+        problem="unknown key (expected profile, budget, extends)",
     )
-    profile = data.get("profile")
+    base = _base(data["extends"], source, _chain) if "extends" in data else None
+    profile = data.get("profile", base.profile if base is not None else None)
     if not isinstance(profile, str) or not profile:
         raise BudgetError(source, "profile", "must be a non-empty string")
-    entries = data.get("budget")
-    if not isinstance(entries, list) or not entries:
+    entries = data.get("budget", [] if base is not None else None)
+    if not isinstance(entries, list) or (not entries and base is None):
         raise BudgetError(source, "budget", "must be a non-empty array of tables ([[budget]])")
     budgets = tuple(_parse_budget(profile, e, f"budget[{i}]", source) for i, e in enumerate(entries))
     seen: set[tuple[str, bool]] = set()
@@ -161,7 +176,44 @@ def parse_budgets(data: dict[str, Any], source: str = "<budgets>") -> BudgetSet:
         if (b.runner, b.speculation) in seen:
             raise BudgetError(source, f"budget[{i}]", f"duplicate budget for {b.label}")
         seen.add((b.runner, b.speculation))
+    if base is not None:
+        budgets = _extend(base.budgets, budgets)
     return BudgetSet(profile=profile, budgets=budgets, source=source)
+
+
+def _base(name: Any, source: str, chain: tuple[str, ...]) -> BudgetSet:
+    """The budget file ``extends`` names: a built-in profile's, or a .toml path beside ``source``."""
+    if not isinstance(name, str) or not name:
+        raise BudgetError(source, "extends", "must be a built-in budget name (cpu, cuda, npu) or a .toml path")
+    if name.endswith(".toml"):
+        path = Path(source).parent / name
+    else:
+        try:
+            path = builtin_budget_path(name)
+        except BudgetError:
+            raise BudgetError(source, "extends", f"no built-in budget {name!r} (or name a .toml file)") from None
+    key = str(path.resolve())
+    if key in chain or key == str(Path(source).resolve()):
+        raise BudgetError(source, "extends", f"{name}: extends itself (a cycle)")
+    return parse_budgets(read_toml(path, BudgetError), str(path), (*chain, str(Path(source).resolve())))
+
+
+def _extend(base: tuple[Budget, ...], own: tuple[Budget, ...]) -> tuple[Budget, ...]:
+    """Each own budget merged into the base budgets of its runner (``*``: all) and mode."""
+    merged = list(base)
+    for extra in own:
+        matched = False
+        for i, budget in enumerate(merged):
+            if budget.speculation == extra.speculation and extra.runner in ("*", budget.runner):
+                limits = {table: {**budget.limits.get(table, {}), **extra.limits.get(table, {})}
+                          for table in {*budget.limits, *extra.limits}}
+                merged[i] = Budget(budget.profile, budget.runner, budget.speculation, limits,
+                                   budget.allow + extra.allow, extra.note or budget.note,
+                                   extra.source)
+                matched = True
+        if not matched:
+            merged.append(extra)
+    return tuple(merged)
 
 
 def _parse_budget(profile: str, entry: Any, where: str, source: str) -> Budget:

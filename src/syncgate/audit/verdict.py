@@ -27,6 +27,7 @@ class Breach:
     worst: int
     steps: list[int] = field(default_factory=list)
     sites: Counter[str] = field(default_factory=Counter)
+    symbols: dict[str, str] = field(default_factory=dict)  # site -> module:qualname (allow rules)
 
     def describe(self) -> str:
         top = ", ".join(f"{site} (x{n})" for site, n in self.sites.most_common(3))
@@ -44,6 +45,7 @@ class Breach:
             "steps": self.steps[:50],
             "num_steps": len(self.steps),
             "sites": dict(self.sites.most_common()),
+            "symbols": {site: self.symbols[site] for site in self.sites if site in self.symbols},
         }
 
 
@@ -192,10 +194,12 @@ def evaluate(steps: Sequence[Step], budget: Budget) -> Verdict:
     breaches: dict[tuple[StepKind, str], Breach] = {}
     for step in decisions.steps:
         sites: dict[str, Counter[str]] = {}  # counted syncs by kind, then call site
+        symbols: dict[str, str] = {}
         for decision in step.decisions:
             if decision.rule is None:
                 event = decision.event
                 sites.setdefault(event.kind.value, Counter())[str(event.site)] += 1
+                symbols[str(event.site)] = event.site.symbol
         for kind, at in sites.items():
             count, limit = sum(at.values()), budget.limit(step.kind, kind)
             if count <= limit:
@@ -206,5 +210,6 @@ def evaluate(steps: Sequence[Step], budget: Budget) -> Verdict:
             breach.worst = max(breach.worst, count)
             breach.steps.append(step.index)
             breach.sites.update(at)
+            breach.symbols.update((site, symbols[site]) for site in at)
     ordered = sorted(breaches.values(), key=lambda b: (b.step_kind.value, b.kind))
     return Verdict(budget, ordered, decisions)

@@ -19,10 +19,22 @@ from typing import Any
 
 from syncgate import junit_writer
 from syncgate.check.levels import FAIL, NOT_RUN, SKIPPED, LevelResult, passed
-from syncgate.check.report import CheckResult, junit, plot, table, to_json
+from syncgate.check.report import (
+    CheckResult,
+    failure_lines,
+    fix_hints,
+    junit,
+    plot,
+    table,
+    to_json,
+)
+from syncgate.ci_summary import md_cell
 from syncgate.reportfiles import write_all
+from syncgate.sitepaths import user_path
 
 NAMES = {"json": "report.json", "junit": "junit.xml", "png": "syncs_per_step.png"}
+#: report.json's ``schema``: bumped when a field changes meaning or goes (docs/report-json.md).
+SCHEMA = "syncgate.check.report/1"
 
 
 def status_word(level: LevelResult) -> str:
@@ -56,9 +68,33 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
     return "\n".join(lines)
 
 
+def markdown(levels: Sequence[LevelResult], serve: CheckResult | None,
+             paths: dict[str, Path]) -> str:
+    """The job summary: the verdict, a row per level, each failure with its fix, the files."""
+    verdict = "PASS" if passed(levels) else "FAIL"
+    what = f" ({serve.what})" if serve is not None and serve.what else ""
+    lines = [f"## syncgate check{what}: {verdict}", "", "| level | result | time | detail |",
+             "|---|---|---|---|"]
+    for level in levels:
+        failing = [c for c in level.cases if not c.passed]
+        detail = level.reason or "; ".join(f"{c.name}: {c.detail}" for c in failing[:3])
+        time = f"{level.duration_s:.1f} s" if level.status not in (SKIPPED, NOT_RUN) else "-"
+        lines.append(f"| {level.name} | {status_word(level)} | {time} | {md_cell(detail)} |")
+    if serve is not None:
+        scenario_failures = failure_lines(serve)
+        if scenario_failures:
+            lines += ["", "### Failures", ""] + [f"- {md_cell(line)}" for line in scenario_failures]
+        hints = fix_hints(serve)
+        if hints:
+            lines += ["", "### How to fix", "", "```", *hints, "```"]
+    lines += ["", "Report files: " + ", ".join(f"`{path}`" for path in paths.values())]
+    return "\n".join(lines) + "\n"
+
+
 def to_json_doc(levels: Sequence[LevelResult], serve: CheckResult | None,
                 env: dict[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = to_json(serve) if serve is not None else {"env": env}
+    doc: dict[str, Any] = {"schema": SCHEMA}
+    doc.update(to_json(serve) if serve is not None else {"env": env})
     doc["passed"] = passed(levels)
     doc["levels"] = {level.name: level.to_json() for level in levels}
     return doc
@@ -78,7 +114,8 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
             ET.SubElement(case, "skipped", message=level.reason)
         for item in level.cases:
             case = junit_writer.add_case(suite, f"syncgate.{level.name}", item.name,
-                                         file=item.file, line=item.line, time=item.time_s)
+                                         file=user_path(item.file) if item.file else None,
+                                         line=item.line, time=item.time_s)
             if not item.passed:
                 ET.SubElement(case, "failure", message=item.detail[:500]).text = item.detail
         suites.append(suite)

@@ -1,7 +1,9 @@
 """The four faces of one check result: terminal table, report.json, junit.xml, syncs_per_step.png.
 
-JUnit uses the xunit1 shape with ``file`` and ``line`` on every testcase (the scenario's source),
-so CI annotators can point at code; the failure text names the sync call sites as file:line.
+JUnit uses the xunit1 shape with ``file`` and ``line`` on every testcase: a case that failed its
+budget points at the offending call site (relative to the user's tree, :mod:`syncgate.sitepaths`),
+so a CI annotation lands on the sync; other cases point at the scenario's source. Every budget
+failure carries its fix (:mod:`syncgate.fixhints`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from typing import Any
 
 from syncgate import junit_writer
 from syncgate.audit.events import LOGPROB_REQS, SYNC_KINDS
-from syncgate.audit.verdict import StepDecisions
+from syncgate.audit.verdict import Breach, StepDecisions
 from syncgate.check.judge import GroupVerdict, ScenarioVerdict
+from syncgate.fixhints import fix_lines
 from syncgate.reportfiles import write_all
+from syncgate.sitepaths import split_site, user_path
 
 _SHORT = {"device_sync": "dev", "stream_sync": "strm", "event_sync": "evt",
           "blocking_readback": "read", "blocking_copy": "copy"}
@@ -196,21 +200,55 @@ def _suite(result: CheckResult) -> str:
     return f"syncgate.check.rehearsal-{result.rehearsal['device']}-on-{result.rehearsal['stack']}"
 
 
+def breach_fix(breach: Breach) -> list[str]:
+    """The fix lines for a breach's most frequent call site."""
+    site = next(iter(breach.sites.most_common(1)), ("", 0))[0]
+    return fix_lines(breach.symbols.get(site, "<module>:<qualname>"), breach.kind)
+
+
+def fix_hints(result: CheckResult) -> list[str]:
+    """One fix per distinct breaching site and kind, for the terminal after the FAIL lines."""
+    hints: dict[tuple[str, str], list[str]] = {}
+    breaches = [b for v in result.scenarios if v.sync is not None for b in v.sync.breaches]
+    breaches += [b for g in result.groups for b in g.between.breaches]
+    for breach in breaches:
+        site = next(iter(breach.sites.most_common(1)), ("", 0))[0]
+        hints.setdefault((site, breach.kind), [f"{site} ({breach.kind})", *breach_fix(breach)])
+    return [line for lines in hints.values() for line in lines]
+
+
+def _call_site(breaches: Sequence[Breach]) -> tuple[str, int] | None:
+    """The first breach's most frequent site as (path in the user's tree, line)."""
+    for breach in breaches:
+        for site, _ in breach.sites.most_common(1):
+            where = split_site(site)
+            if where is not None:
+                return user_path(where[0]), where[1]
+    return None
+
+
 def junit(result: CheckResult) -> str:
     suite = junit_writer.new_suite(_suite(result))
     for verdict in result.scenarios:
         run = verdict.run
-        file, line = run.scenario.location
+        breaches = verdict.sync.breaches if verdict.sync is not None else []
+        file, line = _call_site(breaches) or run.scenario.location
+        file = user_path(file)
         case = junit_writer.add_case(suite, f"{_suite(result)}.{run.group_name}", run.scenario.name,
                                      file=file, line=line, time=run.duration_s)
         failures = verdict.failures()
         if failures:
-            ET.SubElement(case, "failure", message=failures[0][:500]).text = "\n".join(failures)
+            fixes = [text for b in breaches for text in breach_fix(b)]
+            ET.SubElement(case, "failure", message=failures[0][:500]).text = "\n".join(
+                failures + fixes)
     for group in result.groups:
         if not group.passed:
+            where = _call_site(group.between.breaches)
             case = junit_writer.add_case(suite, f"{_suite(result)}.{group.run.profile_group.name}",
-                                         "between_scenarios", time=0)
+                                         "between_scenarios", time=0,
+                                         **({"file": where[0], "line": where[1]} if where else {}))
             lines = group.problems + [b.describe() for b in group.between.breaches]
+            lines += [text for b in group.between.breaches for text in breach_fix(b)]
             ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
     return junit_writer.to_xml(suite)
 

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ReportDirError, UsageError
+from syncgate.commands.flags import renamed
+from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from syncgate.reportfiles import write_all
 
 if TYPE_CHECKING:  # torch is imported only when calibrate runs: every other command starts fast
     from syncgate.calibrate.agreement import Calibration
 
 HELP = "compare the simulated accelerator with a real device: which operations block the host"
+
+EXAMPLES = """
+  syncgate calibrate --device cuda             # on a machine with a CUDA device
+  syncgate calibrate --device cuda --recorded  # against the recorded H200 numbers, anywhere
+  syncgate calibrate --device npu --output calibration.json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recorded", action="store_true",
         help="compare with the recorded H200 measurement instead of a device here (cuda only)",
     )
-    parser.add_argument("--json", metavar="FILE", help="also write the agreement as JSON")
+    parser.add_argument("--output", metavar="FILE", dest="output",
+                        help="also write the agreement as JSON to FILE")
+    renamed(parser, "--json", "--output", "output", metavar="FILE")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--device {args.device!r}: must be one of {', '.join(FLAVOURS)}")
     result = calibrate(args.device, recorded=args.recorded)
     _print(result)
-    if args.json:
-        _write_json(Path(args.json), result)
+    if args.output:
+        _write_json(Path(args.output), result)
     return EXIT_OK if result.agree else EXIT_GATE_FAILED
 
 
@@ -61,12 +69,6 @@ def _print(result: Calibration) -> None:
 
 
 def _write_json(path: Path, result: Calibration) -> None:
-    """Whole or not at all: a temporary file in the same directory, renamed into place."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(result.to_json(), fh, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ReportDirError(f"{path}: cannot write the calibration JSON: {exc.strerror}") from None
+    """Whole or not at all, readable as the umask says (:func:`syncgate.reportfiles.write_all`)."""
+    write_all(path.parent, {path.name: json.dumps(result.to_json(), indent=2, sort_keys=True)},
+              what="the calibration JSON")

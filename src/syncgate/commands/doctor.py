@@ -10,6 +10,12 @@ from syncgate.environment import collect
 
 HELP = "show versions, devices and plugin registration; validate budget files"
 
+EXAMPLES = """
+  syncgate doctor                          # versions, devices, plugins
+  syncgate doctor --json > env.json
+  syncgate doctor --budget my-budget.toml  # exit 2 with one line naming the bad key
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the facts as JSON")

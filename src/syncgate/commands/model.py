@@ -9,15 +9,23 @@ from syncgate.models.recipe import cached_model_dir
 
 HELP = "build the deterministic tiny model and tokenizer used for CPU serve runs"
 
+EXAMPLES = """
+  syncgate model build /tmp/tiny                # Llama, identical bytes every time
+  syncgate model build /tmp/tiny-qwen --arch qwen2
+  syncgate model path                           # where syncgate check caches it
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    build = sub.add_parser("build", help="write the model to DIR (identical bytes on every build)")
+    build = sub.add_parser("build", help="write the model to DIR (identical bytes on every build)",
+                           formatter_class=parser.formatter_class)
     build.add_argument(
         "dir", metavar="DIR", help="output directory (created; replaced if syncgate built it)"
     )
     build.add_argument("--arch", choices=ARCHES, default=DEFAULT_ARCH, help="default: %(default)s")
-    where = sub.add_parser("path", help="print the cache directory of a recipe's model")
+    where = sub.add_parser("path", help="print the cache directory of a recipe's model",
+                           formatter_class=parser.formatter_class)
     where.add_argument("--arch", choices=ARCHES, default=DEFAULT_ARCH, help="default: %(default)s")
 
 

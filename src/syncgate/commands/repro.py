@@ -24,6 +24,13 @@ from syncgate.repro.stats import runs_needed
 
 HELP = "rerun the tests a CI log says failed; verdict: broken, flaky, order-dependent, ..."
 
+EXAMPLES = """
+  gh run view 123456 --log-failed > ci.log
+  syncgate repro ci.log --list                         # what failed (runs nothing)
+  syncgate repro ci.log --replay-order --report-dir out/
+  syncgate repro ci.log --in repro --workdir /workspace  # inside the CI image
+"""
+
 
 def _workers(value: str) -> int:
     if value == "auto":
@@ -62,18 +69,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reruns per test (default: enough to rule out --target-rate)")
     parser.add_argument("--target-rate", type=float, default=0.05,
                         help="flake rate that 0 failures must rule out (default 0.05 -> 59 runs)")
-    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="confidence of the flake-rate interval and of --target-rate")
     parser.add_argument("--interval", choices=("wilson", "exact"), default="wilson",
-                        help="interval for flake rates: Wilson or Clopper-Pearson (exact)")
+                        help="interval for flake rates: Wilson or Clopper-Pearson (exact) "
+                        "(default: %(default)s)")
     parser.add_argument("--workers", "-n", type=_workers, default=_workers("auto"),
                         help="parallel pytest-xdist workers (default: auto = CPU count)")
     parser.add_argument("--no-early-stop", dest="early_stop", action="store_false",
                         help="always do every run, even once a verdict is settled")
     parser.add_argument("--broken-after", type=int, default=10,
-                        help="failing this many first runs in a row settles 'broken' early")
+                        help="failing this many first runs in a row settles 'broken' early "
+                        "(default: %(default)s)")
     parser.add_argument("--replay-order", action="store_true",
                         help="rerun tests that pass alone after their CI predecessors")
-    parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument("--replay-runs", type=int, default=3,
+                        help="with --replay-order: reruns of each test after its CI predecessors")
     parser.add_argument("--seed", type=int, default=None,
                         help="pytest-randomly seed (default: the one in the log, if any)")
     parser.add_argument("--rootdir", type=Path, default=Path.cwd(),
@@ -81,13 +92,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--in", dest="service", metavar="SERVICE",
                         help="rerun inside a running compose service's container, or an image")
     parser.add_argument("--workdir", default=None,
-                        help="with --in: the test tree's directory inside the container")
+                        help="with --in: the test tree's directory inside the container "
+                        "(default: the container's working directory)")
     parser.add_argument("--python", default="python3",
                         help="with --in: the Python inside the container (default python3)")
     parser.add_argument("--report-dir", type=Path, default=None,
-                        help="write report.md, report.json and junit.xml here")
+                        help="write report.md, report.json and junit.xml here (default: none, "
+                        "terminal only)")
     parser.add_argument("--timeout", type=_seconds, default=None,
-                        help="seconds one pytest session may run before it is killed")
+                        help="seconds one pytest session may run before it is killed "
+                        "(default: no limit)")
     parser.add_argument("--max-log-bytes", type=_size, default=LogLimits.max_bytes,
                         help="read at most this much of the log, after decompression "
                              "(default 2G); more is an error")

@@ -129,26 +129,31 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def host_command(action: str, device: str, ids_text: str) -> str:
+    """``check``: the line saying the host is ready, else :class:`EnvironmentProblem` naming
+    the first missing host path; ``run-args``: the ``docker run`` flags."""
+    specs = load_device_specs()
+    if device not in specs:
+        raise UsageError(f"device {device!r}: expected one of {', '.join(specs)}")
+    spec = specs[device]
+    ids = [i.strip() for i in ids_text.split(",")]
+    if not all(i.isdigit() for i in ids):
+        raise UsageError(f"--ids {ids_text!r}: expected comma-separated integers")
+    if action == "run-args":
+        return shlex.join(spec.run_args(ids))
+    missing = spec.missing_on_host(ids)
+    if missing:
+        raise EnvironmentProblem(
+            f"{device} host is not ready: missing {', '.join(missing)} "
+            "(is the driver installed and are the device ids right?)")
+    return f"{device}: the device nodes and driver paths for ids {ids_text} are present"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``check``: exit 2 naming the first missing host path; ``run-args``: print flags."""
+    """``python -m`` entry (``syncgate devices`` is the same): exit 2 on a missing host path."""
     args = _parse_args(argv)
     try:
-        specs = load_device_specs()
-        if args.device not in specs:
-            raise UsageError(f"device {args.device!r}: expected one of {', '.join(specs)}")
-        spec = specs[args.device]
-        ids = [i.strip() for i in args.ids.split(",")]
-        if not all(i.isdigit() for i in ids):
-            raise UsageError(f"--ids {args.ids!r}: expected comma-separated integers")
-        if args.action == "run-args":
-            print(shlex.join(spec.run_args(ids)))
-            return EXIT_OK
-        missing = spec.missing_on_host(ids)
-        if missing:
-            raise EnvironmentProblem(
-                f"{args.device} host is not ready: missing {', '.join(missing)} "
-                "(is the driver installed and are the device ids right?)")
-        print(f"{args.device}: the device nodes and driver paths for ids {args.ids} are present")
+        print(host_command(args.action, args.device, args.ids))
         return EXIT_OK
     except SyncgateError as exc:
         print(f"syncgate devices: error: {exc}", file=sys.stderr)

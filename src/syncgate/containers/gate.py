@@ -60,7 +60,7 @@ def job_argv(job: Sequence[str], settings: GateSettings) -> list[str]:
     name, *rest = job or ["check"]
     if name == "check":
         return ["syncgate", "check", "--device", settings.device,
-                "--report", settings.report_dir, *rest]
+                "--report-dir", settings.report_dir, *rest]
     if name == "ut":
         junit = os.path.join(settings.report_dir, f"junit-ut-{settings.device}.xml")
         return [sys.executable, "-m", "pytest", *settings.ut_paths, f"--junitxml={junit}", *rest]

@@ -19,6 +19,7 @@ from typing import Any
 
 from syncgate.errors import ModelDirError
 from syncgate.models.recipe import Recipe, cached_model_dir
+from syncgate.reportfiles import follow_umask
 from syncgate.safeio import json_loads, read_regular
 
 MARKER = "syncgate-model.json"
@@ -130,6 +131,7 @@ def build_model(out_dir: str | Path, recipe: Recipe) -> ModelInfo:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        follow_umask(tmp, directory=True)  # mkdtemp's 0700 would hide the model from other users
     except OSError as exc:
         raise ModelDirError(f"{out}: cannot create ({exc.strerror})") from None
     try:

@@ -56,7 +56,7 @@ def test_a_simulator_without_the_cross_thread_hold_misses_the_22754_stall(monkey
 
 def test_calibrate_recorded_agrees_prints_and_writes_json(tmp_path, capsys):
     out = tmp_path / "reports" / "calibrate.json"
-    assert main(["calibrate", "--device", "cuda", "--recorded", "--json", str(out)]) == 0
+    assert main(["calibrate", "--device", "cuda", "--recorded", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "pageable_copy_nonblocking" in printed
     assert printed.rstrip().endswith("agreement: yes")
@@ -97,7 +97,7 @@ def test_calibrate_exits_1_when_the_simulator_does_not_block_where_the_h200_did(
 )
 def test_calibrate_without_the_device_exits_2_in_one_line(argv, message, tmp_path, capsys):
     out = tmp_path / "c.json"
-    assert main(["calibrate", *argv, "--json", str(out)]) == 2
+    assert main(["calibrate", *argv, "--output", str(out)]) == 2
     assert capsys.readouterr().err == f"syncgate calibrate: error: {message}\n"
     assert not out.exists()
 
@@ -105,7 +105,7 @@ def test_calibrate_without_the_device_exits_2_in_one_line(argv, message, tmp_pat
 def test_calibrate_json_into_an_unwritable_place_exits_2_in_one_line(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert main(["calibrate", "--device", "cuda", "--recorded", "--json", str(blocker / "c.json")]) == 2
+    assert main(["calibrate", "--device", "cuda", "--recorded", "--output", str(blocker / "c.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "cannot write the calibration JSON" in err

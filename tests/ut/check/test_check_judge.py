@@ -131,7 +131,10 @@ def test_reports_carry_divergence_file_line_and_plot(judge_kit, tmp_path):
     assert report["scenarios"][1]["parity"]["hf"][0]["divergence"]["index"] == 4
     cases = ET.parse(paths["junit"]).getroot().findall("testcase")
     assert [c.get("name") for c in cases] == ["sequential", "batched"]
-    assert all(c.get("file", "").endswith("scenarios.py") and int(c.get("line")) > 0 for c in cases)
+    # the passing case points at its scenario, the budget failure at the offending call site (issue 17)
+    assert cases[0].get("file").endswith("scenarios.py")
+    assert int(cases[0].get("line")) > 0
+    assert (cases[1].get("file"), cases[1].get("line")) == ("/x/syncgate/audit/mutants.py", "27")
     assert cases[0].find("failure") is None
     failure = cases[1].find("failure").text
     assert "token 4: expected 9, got 1" in failure

@@ -33,7 +33,7 @@ def _run(capsys, *args):
          "missing-profile"],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, make_args, message):
-    code, err = _run(capsys, *make_args(tmp_path), "--report", str(tmp_path / "report"))
+    code, err = _run(capsys, *make_args(tmp_path), "--report-dir", str(tmp_path / "report"))
     assert code == 2
     assert len([line for line in err if line.startswith("syncgate check: error:")]) == 1
     assert message in err[-1]
@@ -43,7 +43,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, make_args, message):
 def test_unwritable_report_dir_is_one_line_exit_2(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    code, err = _run(capsys, "--report", str(blocker / "report"))
+    code, err = _run(capsys, "--report-dir", str(blocker / "report"))
     assert code == 2
     assert err == [f"syncgate check: error: {blocker / 'report'}: report directory is not "
                    "writable (Not a directory)"]

@@ -27,7 +27,7 @@ def _profile(device):
 def test_missing_device_is_one_line_exit_2_naming_what_and_where(device, looked_for, tmp_path,
                                                                  capsys):
     report = tmp_path / "report"
-    code = main(["check", "--device", device, "--report", str(report)])
+    code = main(["check", "--device", device, "--report-dir", str(report)])
     err = capsys.readouterr()
     assert code == EXIT_USAGE
     [line] = err.err.strip().splitlines()

@@ -19,7 +19,7 @@ def tree(data_dir, tmp_path):
 
 def _check(tmp_path, *args):
     report = tmp_path / "report"
-    return main(["check", "--report", str(report), *args]), report
+    return main(["check", "--report-dir", str(report), *args]), report
 
 
 def test_clean_tree_passes_the_scan_level(tree, tmp_path, capsys):

@@ -26,9 +26,9 @@ def test_unknown_device_is_a_usage_error():
 
 
 @pytest.mark.parametrize(("job", "expected"), [
-    ([], ["syncgate", "check", "--device", "npu", "--report", "/reports"]),
+    ([], ["syncgate", "check", "--device", "npu", "--report-dir", "/reports"]),
     (["check", "--scenarios", "batched"],
-     ["syncgate", "check", "--device", "npu", "--report", "/reports", "--scenarios", "batched"]),
+     ["syncgate", "check", "--device", "npu", "--report-dir", "/reports", "--scenarios", "batched"]),
     (["ut", "-x"], [sys.executable, "-m", "pytest", "tests/ut/npu",
                     "--junitxml=/reports/junit-ut-npu.xml", "-x"]),
     (["bash", "-lc", "true"], ["bash", "-lc", "true"]),
@@ -84,4 +84,4 @@ def test_check_job_leaves_the_header_to_syncgate_check(tmp_path):
     fake.chmod(0o755)
     result = _gate("check", env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert result.returncode == 0
-    assert result.stdout.splitlines() == ["fake check check --device cpu --report /reports"]
+    assert result.stdout.splitlines() == ["fake check check --device cpu --report-dir /reports"]
