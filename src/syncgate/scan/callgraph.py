@@ -428,8 +428,16 @@ class _Analysis:
         reason = ""
         if guard is Guard.NONE:
             symbols = [function.symbol, *(n[1].symbol for n in path)]
+            # overrides = true: the rule for Base.method also covers Sub.method (same role)
+            overridden = [
+                f"{k.module.name}:{k.name}.{function.name}"
+                for k in (self.index.mro(function.owner) if function.owner else [])
+            ]
             rule = next(
-                (r for r in allow if any(r.matches_symbol(s, kind) for s in symbols)), None
+                (r for r in allow
+                 if any(r.matches_symbol(s, kind) for s in symbols)
+                 or (r.overrides and any(r.matches_symbol(s, kind) for s in overridden))),
+                None,
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason

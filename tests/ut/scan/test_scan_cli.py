@@ -236,3 +236,27 @@ def test_json_names_the_entry_module_and_counts_sites_and_pairs(scan_data, scan_
     assert summary["sites"] == len({(f["file"], f["line"]) for f in report["findings"]})
     failing = {(f["file"], f["line"]) for f in report["findings"] if f["guard"] == "none"}
     assert summary["failing_sites"] == len(failing)
+
+
+@pytest.mark.parametrize(("overrides", "guard"), [("true", "allowed"), ("false", "none")])
+def test_allow_rule_with_overrides_covers_the_subclass_method(tmp_path, scan_json, overrides, guard):
+    (tmp_path / "runners.py").write_text(
+        "import torch\n\n\n"
+        "class BaseModelRunner:\n"
+        "    def execute_model(self):\n"
+        "        self._to_list()\n\n"
+        "    def _to_list(self):\n"
+        "        pass\n\n\n"
+        "class SubModelRunner(BaseModelRunner):\n"
+        "    def _to_list(self):\n"
+        "        self.transfer_event.synchronize()\n"
+    )
+    budget = tmp_path / "allow.toml"
+    budget.write_text(
+        'profile = "test"\n[[budget]]\nspeculation = false\n[[budget.allow]]\n'
+        'site = "runners:BaseModelRunner._to_list"\nkind = "event_sync"\nmax_per_step = 1\n'
+        f'overrides = {overrides}\nreason = "the transfer wait"\n'
+    )
+    _, report = scan_json(str(tmp_path / "runners.py"), "--entry", "SubModelRunner.execute_model",
+                          "--budget", str(budget))
+    assert [f["guard"] for f in report["findings"]] == [guard]
