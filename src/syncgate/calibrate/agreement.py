@@ -99,22 +99,27 @@ def device_namespace(flavour: str) -> ModuleType:
     return ns
 
 
-def spin(ns: ModuleType, seconds: float) -> None:
-    """Queue about ``seconds`` of device work: ``torch.cuda._sleep``, or matmuls where it is missing."""
+def spin(ns: ModuleType, device: torch.device, seconds: float) -> None:
+    """Queue about ``seconds`` of device work: ``torch.cuda._sleep``, or matmuls where it is missing
+    (torch_npu has no spin kernel)."""
     sleep = getattr(ns, "_sleep", None)
-    rate = _spin_rate(ns)
+    rate = _spin_rate(ns, device)
     if sleep is not None:
         sleep(int(seconds * rate))
         return
-    a = torch.ones((2048, 2048), device=ns.current_device())
-    for _ in range(max(1, int(seconds * rate))):
+    _matmuls(device, max(1, int(seconds * rate)))
+
+
+def _matmuls(device: torch.device, count: int) -> None:
+    a = torch.ones((2048, 2048), device=device)
+    for _ in range(count):
         a = a @ a * 0.0
 
 
 _RATES: dict[str, float] = {}
 
 
-def _spin_rate(ns: ModuleType) -> float:
+def _spin_rate(ns: ModuleType, device: torch.device) -> float:
     """Units of :func:`spin` work per second on this device (cycles, or matmuls), measured once."""
     key = ns.__name__
     if key not in _RATES:
@@ -125,9 +130,7 @@ def _spin_rate(ns: ModuleType) -> float:
         if sleep is not None:
             sleep(units)
         else:
-            a = torch.ones((2048, 2048), device=ns.current_device())
-            for _ in range(units):
-                a = a @ a * 0.0
+            _matmuls(device, units)
         ns.synchronize()
         _RATES[key] = units / (time.perf_counter() - start)
     return _RATES[key]
@@ -138,7 +141,7 @@ def measure(scenario: Scenario, flavour: str, spin_s: float = SPIN_S) -> SideRes
     device = torch.device(flavour, ns.current_device())
     setup = make_setup(ns, device, lambda t: t.to(device))
     ns.synchronize()
-    spin(ns, spin_s)
+    spin(ns, device, spin_s)
     elapsed, records = _captured(flavour, scenario, setup, time.perf_counter)
     ns.synchronize()
     return SideResult(round(elapsed * 1e3, 3), records)

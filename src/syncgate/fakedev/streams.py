@@ -38,6 +38,7 @@ Action = Callable[[], None]
 GIB = 1 << 30
 MIB = 1 << 20
 COPY_KINDS = ("d2h_pinned", "d2h_pageable", "h2d_pinned", "h2d_pageable", "d2d")
+_BANDWIDTH = {kind: f"{kind}_bytes_per_s" for kind in COPY_KINDS}
 
 
 def _calibrated(value: float, source: str) -> float:
@@ -78,7 +79,7 @@ class LatencyModel:
 
     def copy_seconds(self, nbytes: int, kind: str = "d2h_pinned") -> float:
         """Duration of a ``kind`` copy (one of :data:`COPY_KINDS`) of ``nbytes``."""
-        return self.copy_latency_s + nbytes / getattr(self, f"{kind}_bytes_per_s")
+        return self.copy_latency_s + nbytes / getattr(self, _BANDWIDTH[kind])
 
 
 def calibration_sources(model: LatencyModel | None = None) -> dict[str, tuple[float, str]]:
@@ -129,11 +130,12 @@ class CopyEngine:
     def __init__(self) -> None:
         self._busy: list[tuple[float, float]] = []  # sorted, non-overlapping (start, end)
 
-    def reserve(self, ready: float, seconds: float, horizon: float) -> float:
-        """Book ``seconds`` at or after ``ready``; forget slots that ended before ``horizon``."""
+    def reserve(self, ready: float, seconds: float, horizon: Callable[[], float]) -> float:
+        """Book ``seconds`` at or after ``ready``; forget slots that ended before ``horizon()``."""
         busy = self._busy
         if len(busy) > 32:
-            keep = bisect.bisect_left(busy, (horizon, horizon))
+            now = horizon()
+            keep = bisect.bisect_left(busy, (now, now))
             del busy[: max(0, keep - 1)]
         start = ready
         index = bisect.bisect_left(busy, (ready, ready))
@@ -222,7 +224,7 @@ class Clock:
                 ready = max(ready, other.ready_at)
                 if other.queue:
                     waits += ((other, other.last_seq),)
-            start = self.engines[engine].reserve(ready, seconds, self.horizon()) if engine else ready
+            start = self.engines[engine].reserve(ready, seconds, self.horizon) if engine else ready
             op = _Op(seq=next(self._ids), end=start + seconds, action=action, waits_for=waits)
             stream.queue.append(op)
             stream.ready_at = op.end
