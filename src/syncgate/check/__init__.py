@@ -1,9 +1,9 @@
 """``syncgate check`` as a library: model, servers per flag group, parity, budgets, reports.
 
-Order matters for a 2-core machine: the servers run one at a time. The HF reference (one thread)
-is built and warmed in the background from the start, mostly while servers boot on the other
-core; it stops warming when the last server has stopped, and the judge generates whatever
-it still lacks then.
+Order matters for a 2-core machine: the servers boot together (as many as cores and memory
+allow) and run their scenarios one group at a time. The HF reference (one thread) is built and
+warmed in the background from the start, while servers boot; it stops warming when the last
+server has stopped, and the judge generates whatever it still lacks then.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from typing import Any
 from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
-from syncgate.check.run import GroupRun, GroupSession, Say, run_group
+from syncgate.check.run import GroupRun, GroupSession, Say, run_group, servers_at_once
 from syncgate.environment import header
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity.reference import WarmReference
+from syncgate.progress import ticking
 from syncgate.serve.scenarios import load_prompts, reference_requests
 
 __all__ = [
@@ -57,12 +58,13 @@ def resolve_model(plan: Plan) -> tuple[ModelInfo, bool]:
 
 
 def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> CheckResult:
-    """Run every group (``prestart`` servers booting ahead), then judge and return the result.
+    """Run every group (:func:`servers_at_once` booting together), then judge.
 
-    The HF reference warms up in a background thread meanwhile: server start-up is mostly one
-    busy core, and the reference uses the other.
+    The HF reference warms up in a background thread meanwhile: server start-up is mostly
+    single-threaded imports, and the reference takes what the boots leave.
     """
-    timings: dict[str, float] = {}
+    at_once = servers_at_once(plan.profile.prestart, len(plan.groups))
+    timings: dict[str, float] = {"servers_at_once": at_once}
     reference = WarmReference(model.path, reference_requests(*load_prompts()))
     sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir) for g in plan.groups]
     groups: list[GroupRun] = []
@@ -70,7 +72,7 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
         for session in sessions:
             stack.callback(session.stop)
         for i, session in enumerate(sessions):
-            for ahead in sessions[i: i + 1 + plan.profile.prestart]:
+            for ahead in sessions[i: i + at_once]:
                 if not ahead.server.alive():
                     say(f"[{ahead.result.profile_group.name}] starting vllm serve "
                         f"{' '.join(ahead.result.flags)}")
@@ -81,9 +83,11 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
             groups.append(run)
     started = time.monotonic()
     say("judging parity against the HF transformers fp32 greedy reference")
-    scenarios, group_verdicts = judge(groups, reference.result(), plan.budgets,
-                                      mode=plan.profile.parity, tolerance=plan.profile.tolerance,
-                                      default_runner=plan.profile.runner)
+    with ticking(say, "HF reference: finishing and judging"):
+        scenarios, group_verdicts = judge(groups, reference.result(), plan.budgets,
+                                          mode=plan.profile.parity,
+                                          tolerance=plan.profile.tolerance,
+                                          default_runner=plan.profile.runner)
     timings["reference_after_servers"] = round(time.monotonic() - started, 2)
     return CheckResult(
         env=env,

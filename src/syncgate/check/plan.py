@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from syncgate.audit.budgets import BudgetSet, load_budgets
 from syncgate.check.rehearsal import Rehearsal, rehearse_profile, require_device
 from syncgate.errors import ProfileError, ReportDirError, UsageError
-from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile
+from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile, quick_group
 from syncgate.serve.scenarios import SCENARIOS
 
 
@@ -36,9 +36,10 @@ class Plan:
 
 def make_plan(device: str | None, profile_path: str | None, model: str | None,
               scenarios: list[str] | None, report_dir: str, rehearse: bool = False,
-              need_device: bool = True) -> Plan:
+              need_device: bool = True, quick: bool = False) -> Plan:
     """Settle the run; a device profile without its device is refused here unless rehearsed
-    or ``need_device`` is false (levels that run without it, e.g. ``--levels scan,unit``)."""
+    or ``need_device`` is false (levels that run without it, e.g. ``--levels scan,unit``).
+    ``quick``: only the profile's ``quick`` scenarios, on the one group that has them all."""
     profile = load_profile(profile_path or builtin_profile_path(device or "cpu"))
     if device is not None and profile_path is not None and profile.device != device:
         raise UsageError(f"--device {device} contradicts {profile.source} (device = {profile.device})")
@@ -47,12 +48,15 @@ def make_plan(device: str | None, profile_path: str | None, model: str | None,
             if name not in SCENARIOS:
                 raise ProfileError(profile.source, f"group[{i}].scenarios",
                                    f"unknown scenario {name!r}")
+    if profile.quick and quick_group(profile.groups, profile.quick) is None:
+        raise ProfileError(profile.source, "quick", "must name scenarios of one group (one "
+                           f"server), got {list(profile.quick)!r}")
     rehearsal = None
     if rehearse:
         profile, rehearsal = rehearse_profile(profile)
     elif need_device:
         require_device(profile.device)
-    groups = _select(profile, scenarios)
+    groups = _quick(profile, scenarios) if quick else _select(profile, scenarios)
     model_dir, recipe = _model(profile, model)
     return Plan(profile, groups, model_dir, recipe, load_budgets(profile.budget_file),
                 prepare_report_dir(Path(report_dir)), rehearsal)
@@ -75,6 +79,26 @@ def _select(profile: Profile, wanted: list[str] | None) -> tuple[Group, ...]:
             groups.append(Group(group.name, group.flags, picked, group.speculation, group.env,
                                 group.note))
     return tuple(groups)
+
+
+def _quick(profile: Profile, scenarios: list[str] | None) -> tuple[Group, ...]:
+    if scenarios:
+        raise UsageError("--quick runs the profile's quick scenarios; drop --scenarios")
+    group = quick_group(profile.groups, profile.quick) if profile.quick else None
+    if group is None:
+        raise UsageError(f"--quick: profile {profile.source} defines no quick scenarios")
+    return (replace(group, scenarios=tuple(s for s in group.scenarios if s in profile.quick)),)
+
+
+def left_out_by_quick(profile: Profile) -> list[str]:
+    """What ``--quick`` does not run, for ``--help`` and the report: groups, then scenarios."""
+    group = quick_group(profile.groups, profile.quick)
+    out = [f"{g.name} group ({', '.join(g.scenarios)})" for g in profile.groups if g is not group]
+    if group is not None:
+        rest = [s for s in group.scenarios if s not in profile.quick]
+        if rest:
+            out.insert(0, f"{', '.join(rest)} on {group.name}")
+    return out
 
 
 def _model(profile: Profile, model: str | None) -> tuple[Path | None, str | None]:

@@ -9,20 +9,39 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from syncgate.audit.journal import ENV_AUDIT_DIR, JournalCursor, clear_journals
 from syncgate.audit.ledger import Step
 from syncgate.errors import RequestError
-from syncgate.profiles import Group, Profile
+from syncgate.profiles import AUTO, Group, Profile
+from syncgate.progress import Say
 from syncgate.serve.client import OpenAIClient
 from syncgate.serve.process import ManagedServer, tree_rss
 from syncgate.serve.scenarios import SCENARIOS, Context, Outcome, Scenario, load_prompts
-from syncgate.serve.vllm import SERVED_MODEL_NAME, vllm_server
+from syncgate.serve.vllm import SERVED_MODEL_NAME, boot_phase, vllm_server
 
-Say = Callable[[str], None]
+SERVER_TREE_BYTES = 3 << 30  # peak RSS of one CPU server tree (API, EngineCore, worker): 2.8 GiB
+TICK_S = 10.0  # a booting server says its phase when it changes, else this often
+
+
+def servers_at_once(prestart: int | str, groups: int, cores: int | None = None,
+                    available: int | None = None) -> int:
+    """How many servers boot at the same time.
+
+    A number: the group in use plus ``prestart`` ahead. ``auto``: a boot is a chain of
+    single-threaded imports (one core each) and a running group mostly waits on HTTP, so one
+    server more than there are cores keeps every core busy; memory caps it (a tree per server).
+    """
+    if prestart != AUTO:
+        return max(1, min(groups, 1 + int(prestart)))
+    cores = cores if cores is not None else len(os.sched_getaffinity(0))
+    if available is None:
+        available = int(psutil.virtual_memory().available)
+    return max(1, min(groups, cores + 1, available // SERVER_TREE_BYTES))
 
 
 @dataclass
@@ -82,12 +101,13 @@ class GroupSession:
 
     def wait(self, say: Say) -> None:
         name = self.result.profile_group.name
-        last = [0.0]
+        said = {"phase": "", "at": 0.0}
 
         def waiting(elapsed: float) -> None:
-            if elapsed - last[0] >= 10:
-                last[0] = elapsed
-                say(f"[{name}] waiting for /health ({elapsed:.0f} s)")
+            phase = boot_phase(self.server.launch_log())
+            if phase != said["phase"] or elapsed - said["at"] >= TICK_S:
+                said.update(phase=phase, at=elapsed)
+                say(f"[{name}] booting: {phase} ({elapsed:.0f} s)")
 
         self.result.startup_s = self.server.wait_healthy(waiting)
         say(f"[{name}] healthy after {self.result.startup_s:.1f} s on port {self.server.port}")

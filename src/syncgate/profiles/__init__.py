@@ -29,8 +29,9 @@ DEVICES = ("cpu", "cuda", "npu")
 PARITY_MODES = ("exact", "logprob")
 _TOP_KEYS = {
     "device", "runner", "model", "budgets", "parity", "seed", "startup_timeout_s",
-    "request_timeout_s", "tolerance", "env", "serve", "group", "prestart",
+    "request_timeout_s", "tolerance", "env", "serve", "group", "prestart", "quick",
 }
+AUTO = "auto"  # prestart: as many servers at once as cores and memory allow (check.run)
 _GROUP_KEYS = {"name", "flags", "env", "scenarios", "speculation", "note"}
 
 
@@ -64,7 +65,8 @@ class Profile:
     flags: tuple[str, ...]
     groups: tuple[Group, ...]
     source: str
-    prestart: int = 0  # servers booting ahead of the one in use (CPU time vs memory)
+    prestart: int | str = 0  # servers booting ahead of the one in use, or AUTO
+    quick: tuple[str, ...] = ()  # ``syncgate check --quick``: scenarios of one group
 
     def group_flags(self, group: Group) -> list[str]:
         return [*self.flags, *group.flags]
@@ -82,6 +84,7 @@ class Profile:
             "parity": self.parity,
             "seed": self.seed,
             "prestart": self.prestart,
+            "quick": list(self.quick),
             "flags": list(self.flags),
             "env": self.env,
             "groups": [
@@ -90,6 +93,11 @@ class Profile:
                 for g in self.groups
             ],
         }
+
+
+def quick_group(groups: tuple[Group, ...], quick: tuple[str, ...] | list[str]) -> Group | None:
+    """The first group that has every quick scenario: the one server ``--quick`` starts."""
+    return next((g for g in groups if set(quick) <= set(g.scenarios)), None)
 
 
 def builtin_profile_path(device: str) -> Path:
@@ -132,8 +140,13 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         if name in names[:i]:
             raise ProfileError(source, f"group[{i}].name", f"duplicate group {name!r}")
     prestart = data.get("prestart", 0)
-    if isinstance(prestart, bool) or not isinstance(prestart, int) or prestart < 0:
-        raise ProfileError(source, "prestart", f"must be a non-negative integer, got {prestart!r}")
+    if prestart != AUTO and (isinstance(prestart, bool) or not isinstance(prestart, int)
+                             or prestart < 0):
+        raise ProfileError(source, "prestart",
+                           f"must be a non-negative integer or {AUTO!r}, got {prestart!r}")
+    quick = data.get("quick", [])
+    if not isinstance(quick, list) or not all(isinstance(q, str) for q in quick):
+        raise ProfileError(source, "quick", f"must be a list of scenario names, got {quick!r}")
     timeouts = {}
     for key in ("startup_timeout_s", "request_timeout_s"):
         value = need(key, (int, float))
@@ -159,6 +172,7 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         groups=groups,
         source=source,
         prestart=prestart,
+        quick=tuple(quick),
         **timeouts,
     )
 

@@ -149,6 +149,7 @@ class ManagedServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._reaper: Reaper | None = None
         self._launched = 0.0
+        self._log_offset = 0  # the log is appended to; this launch's lines start here
         self.startup_s: float | None = None
 
     @property
@@ -173,6 +174,7 @@ class ManagedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._launched = time.monotonic()
         with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
             self._proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
@@ -248,6 +250,15 @@ class ManagedServer:
 
     def tail(self, lines: int = 20) -> list[str]:
         return log_tail(self.log_path, lines)
+
+    def launch_log(self, limit: int = 1 << 20) -> str:
+        """What this launch has logged so far (its first ``limit`` bytes): boot phase markers."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self._log_offset)
+                return fh.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def stop(self) -> None:
         """SIGTERM the root, give vLLM its graceful shutdown, then SIGKILL whatever is left."""

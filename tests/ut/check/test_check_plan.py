@@ -58,7 +58,8 @@ def test_scenario_selection_keeps_only_needed_groups(tmp_path):
 
 
 def test_unknown_scenario_in_a_profile_names_file_and_key(tmp_path):
-    text = builtin_profile_path("cpu").read_text().replace('"batched"', '"bached"', 1)
+    text = builtin_profile_path("cpu").read_text().replace('"batched", "concurrent"',
+                                                           '"bached", "concurrent"', 1)
     (tmp_path / "p.toml").write_text(text)
     with pytest.raises(ProfileError, match=r"p\.toml: group\[0\]\.scenarios: unknown scenario"):
         make_plan(None, str(tmp_path / "p.toml"), None, None, str(tmp_path / "r"))

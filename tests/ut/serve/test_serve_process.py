@@ -117,3 +117,14 @@ def test_a_loopback_server_passes_the_bind_check(fake_server):
     server.start()
     assert ("127.0.0.1", server.port) in listening(server.pid)
     server.check_bind()
+
+
+def test_launch_log_is_this_launchs_lines_only(fake_server, tmp_path):
+    """The log is appended to; boot phases must not be read from an earlier run's lines."""
+    server = fake_server("healthy")
+    server.log_path.write_text("(EngineCore pid=1) an earlier run's line\n")
+    server.start()
+    text = server.launch_log()
+    assert "fake server pid=" in text
+    assert "earlier run" not in text
+    assert "earlier run" in server.log_path.read_text()
