@@ -12,7 +12,7 @@ done
 # says so in one line (exit 2).
 if [[ -n ${SYNCGATE_CALIBRATE:-} ]]; then
   python3 -m syncgate.cli calibrate --device "$SYNCGATE_CALIBRATE" \
-    --json "${SYNCGATE_REPORT_DIR:-/reports}/calibrate-${SYNCGATE_CALIBRATE}.json" \
+    --output "${SYNCGATE_REPORT_DIR:-/reports}/calibrate-${SYNCGATE_CALIBRATE}.json" \
     || echo "syncgate-npu-entrypoint: calibrate exited $? (1: simulator disagrees, 2: no device); the gate runs regardless"
 fi
 exec /usr/local/bin/syncgate-gate "$@"
