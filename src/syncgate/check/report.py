@@ -254,45 +254,94 @@ def junit(result: CheckResult) -> str:
 
 
 def plot(result: CheckResult, path: Path) -> None:
-    """Stacked syncs per runner step, one panel per group, scenario boundaries marked.
+    """Stacked syncs per runner step, one panel per group; each scenario's verdict beside it.
 
-    Syncs the budget counts are coloured by kind; allow-listed (by-design) ones are one grey
-    hatched layer underneath, so a breach stands out against the documented transfer wait.
+    Syncs the budget counts are coloured by kind on top of one light hatched layer of
+    allow-listed (by-design) ones, so a breach stands out against the documented transfer wait.
+    The budget's per-step limit is a dashed line, prefill (and mixed) steps are shaded, and the
+    scenarios are numbered on the panel and listed with PASS/FAIL on its right, so no label
+    can overlap another however few steps a scenario has. Titles are wrapped, never cut.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(max(1, len(result.groups)), 1,
-                             figsize=(11, 2.6 * max(1, len(result.groups))), squeeze=False)
-    for ax, verdict in zip(axes[:, 0], result.groups, strict=False):
-        group = verdict.run
-        judged = [_judged_steps(v) for v in verdict.scenarios]
-        steps = [s for run in judged for s in run]
-        bottom = [0] * len(steps)
-        for name, heights in step_layers(steps).items():
-            if any(heights):
-                style = ({"color": "lightgrey", "hatch": "//"} if name == "allow-listed" else {})
-                ax.bar(range(len(steps)), heights, bottom=bottom, width=1.0, label=name, **style)
-                bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-        at = 0
-        for scenario, run in zip(verdict.scenarios, judged, strict=True):
-            ax.axvline(at - 0.5, color="grey", linewidth=0.6)
-            ax.text(at, ax.get_ylim()[1] * 0.95, scenario.run.scenario.name, fontsize=7, va="top")
-            at += len(run)
-        title = f"{group.profile_group.name} ({verdict.budget.label}): {' '.join(group.flags)}"
-        if result.rehearsal is not None:
-            title = f"{result.what.upper()}: {title}"
-        ax.set_title(title[:120],
-                     fontsize=8)
-        ax.set_ylabel("syncs / step")
-        if any(bottom):
-            ax.legend(fontsize=7, loc="upper right")
+    groups = result.groups or []
+    heights = [max(2.6, 1.2 + 0.2 * len(g.scenarios)) for g in groups] or [2.6]
+    total = sum(heights) + 0.8
+    fig, axes = plt.subplots(len(heights), 1, figsize=(14, total), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, verdict in zip(axes[:, 0], groups, strict=False):
+        _panel(ax, verdict, result)
+    if not groups:
+        axes[0, 0].text(0.5, 0.5, "no group ran", ha="center", va="center")
     axes[-1, 0].set_xlabel("runner step (worker journal order)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    legend: dict[str, Any] = {}
+    for ax in axes[:, 0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="upper left", ncol=4, fontsize=8,
+               frameon=False, bbox_to_anchor=(0.01, 1.0))
+    # the left 80% for the panels: each panel's scenario list is drawn to its right
+    fig.tight_layout(rect=(0, 0, 0.8, 1 - 0.55 / total))
+    fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+_PREFILL_STRIP = "#2ca02c"
+_COLOURS = {"allow-listed": "#d9d9d9", "device_sync": "#d62728", "stream_sync": "#9467bd",
+            "event_sync": "#ff7f0e", "blocking_readback": "#1f77b4", "blocking_copy": "#8c564b"}
+
+
+def _panel(ax: Any, verdict: GroupVerdict, result: CheckResult) -> None:
+    import textwrap
+
+    group = verdict.run
+    judged = [_judged_steps(v) for v in verdict.scenarios]
+    steps = [s for run in judged for s in run]
+    xs = range(len(steps))
+    bottom = [0] * len(steps)
+    for name, layer in step_layers(steps).items():
+        if any(layer):
+            style = {"hatch": "///", "edgecolor": "#b0b0b0"} if name == "allow-listed" else {}
+            ax.bar(xs, layer, bottom=bottom, width=1.0, label=name, color=_COLOURS.get(name),
+                   linewidth=0, zorder=2, **style)
+            bottom = [b + h for b, h in zip(bottom, layer, strict=True)]
+    limits = [sum(verdict.budget.limit(s.kind, k) for k in SYNC_KINDS) for s in steps]
+    top = max([*bottom, *limits, 1]) * 1.6
+    strip = 0.09 * top  # below zero: which steps are prefill (or mixed); the rest are decode
+    spans = [(at - 0.5, 1.0) for at, s in enumerate(steps) if s.kind.value in ("prefill", "mixed")]
+    ax.broken_barh(spans, (-strip * 1.1, strip), color=_PREFILL_STRIP, zorder=2,
+                   label="prefill / mixed step (strip below 0; none: decode)")
+    if steps:
+        ax.step(xs, limits, where="mid", color="black", linestyle="--", linewidth=1.4, zorder=4,
+                label="budget: counted syncs allowed per step")
+    ax.axhline(0, color="#606060", linewidth=0.6, zorder=3)
+    ax.set_ylim(-strip * 1.25, top)
+    ax.set_xlim(-0.5, max(len(steps), 1) - 0.5)
+    at = 0
+    listing = []
+    for number, (scenario, run) in enumerate(zip(verdict.scenarios, judged, strict=True), 1):
+        if at:
+            ax.axvline(at - 0.5, color="grey", linewidth=0.6, zorder=1)
+        ok = scenario.passed
+        ax.text(at + len(run) / 2 - 0.5, top * (0.97 - 0.07 * (number % 3)), str(number),
+                fontsize=7, ha="center", va="top", color="green" if ok else "red",
+                fontweight="bold", zorder=4)
+        counts = scenario.sync.num_steps if scenario.sync is not None else {}
+        split = f"prefill {counts.get('prefill', 0) + counts.get('mixed', 0)} / decode {counts.get('decode', 0)}"
+        listing.append((f"{number}. {'PASS' if ok else 'FAIL'}  {scenario.run.scenario.name}  ({split})",
+                        "green" if ok else "red"))
+        at += len(run)
+    for row, (text, colour) in enumerate(listing):
+        ax.text(1.01, 1 - row / max(len(listing), 8), text, transform=ax.transAxes, fontsize=7,
+                va="top", color=colour, family="monospace")
+    state = "PASS" if verdict.passed and all(v.passed for v in verdict.scenarios) else "FAIL"
+    title = f"{group.profile_group.name} [{state}] ({verdict.budget.label}): {' '.join(group.flags)}"
+    if result.rehearsal is not None:
+        title = f"{result.what.upper()}: {title}"
+    ax.set_title(textwrap.fill(title, 110), fontsize=8, loc="left")
+    ax.set_ylabel("syncs / step")
 
 
 def step_layers(steps: Sequence[StepDecisions]) -> dict[str, list[int]]:
