@@ -104,6 +104,9 @@ def test_e2e_cpu_gate_passes_and_writes_its_report(engine, image, compose_env, t
     reports = Path(compose_env["SYNCGATE_REPORTS"])
     report = json.loads((reports / "report.json").read_text())
     assert report["passed"] is True
+    # the whole chain in the image: source scan, unit probes on its vLLM, the served model
+    assert {k: v["status"] for k, v in report["levels"].items()} == {
+        "scan": "pass", "unit": "pass", "serve": "pass"}
     assert (reports / "junit.xml").exists()
     assert (reports / "report.json").stat().st_uid == 1000, "not written as the non-root user"
     assert _left_over(engine, project) == ""

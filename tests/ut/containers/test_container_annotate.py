@@ -2,7 +2,13 @@
 
 import pytest
 
-from syncgate.containers.annotate import MAX_ANNOTATIONS, Annotation, main, report_annotations
+from syncgate.containers.annotate import (
+    MAX_ANNOTATIONS,
+    Annotation,
+    level_verdicts,
+    main,
+    report_annotations,
+)
 from syncgate.errors import ReportDirError
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -65,3 +71,30 @@ def test_bad_xml_and_missing_dir_are_report_dir_errors(tmp_path, capsys):
 
 def test_annotation_without_file_has_no_line():
     assert Annotation("t", "m", line=3).command() == "::error title=t::m"
+
+
+def test_check_report_is_annotated_per_level_with_one_verdict(tmp_path):
+    from syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, not_run
+    from syncgate.check.levels_report import write_level_reports
+
+    scan = LevelResult("scan", PASS, duration_s=1.5, cases=[LevelCase("R.execute_model", True, "ok")])
+    unit = LevelResult("unit", FAIL, duration_s=2.0, cases=[
+        LevelCase("npu.no_seq_lens_sync_without_speculation", False, "(a) event synchronize",
+                  "vllm_ascend/worker/v2/model_runner.py", 428)])
+    write_level_reports(tmp_path, [scan, unit, not_run("serve", [scan, unit])], None, {})
+    [failure] = report_annotations(tmp_path)
+    assert failure.title == "failure [unit]: syncgate.unit.npu.no_seq_lens_sync_without_speculation"
+    assert (failure.file, failure.line) == ("vllm_ascend/worker/v2/model_runner.py", 428)
+    assert level_verdicts(tmp_path) == [
+        "::notice title=syncgate check%3A scan pass::PASS in 1.5 s",
+        "::error title=syncgate check%3A unit fail::FAIL in 2.0 s",
+        "::notice title=syncgate check%3A serve not-run::not run: the unit level failed "
+        "(--keep-going runs it anyway)",
+        "::error title=syncgate check verdict::FAIL (scan pass, unit fail, serve not-run)",
+    ]
+
+
+def test_a_report_json_that_is_not_json_is_a_report_dir_error(tmp_path):
+    (tmp_path / "report.json").write_text("{")
+    with pytest.raises(ReportDirError, match=r"report\.json: not a readable report"):
+        level_verdicts(tmp_path)
