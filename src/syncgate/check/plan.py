@@ -14,6 +14,7 @@ from pathlib import Path
 from syncgate.audit.budgets import BudgetSet, load_budgets
 from syncgate.check.rehearsal import Rehearsal, rehearse_profile, require_device
 from syncgate.errors import ProfileError, ReportDirError, UsageError
+from syncgate.models import inspect_model_dir
 from syncgate.profiles import Group, Profile, builtin_profile_path, load_profile, quick_group
 from syncgate.serve.scenarios import SCENARIOS
 
@@ -102,10 +103,16 @@ def left_out_by_quick(profile: Profile) -> list[str]:
 
 
 def _model(profile: Profile, model: str | None) -> tuple[Path | None, str | None]:
-    """``--model`` if given, else the profile's (already resolved) recipe or directory."""
-    if model is not None:
-        return Path(model), None
-    return profile.model_dir, profile.recipe
+    """``--model`` if given, else the profile's (already resolved) recipe or directory.
+
+    A model directory is inspected here (files present, config and marker readable), so a bad
+    one fails before any level runs and before the report directory exists.
+    """
+    model_dir = Path(model) if model is not None else profile.model_dir
+    if model_dir is not None:
+        inspect_model_dir(model_dir)
+        return model_dir, None
+    return None, profile.recipe
 
 
 def prepare_report_dir(path: Path) -> Path:
