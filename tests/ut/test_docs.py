@@ -83,3 +83,45 @@ def test_precommit_hook_runs_the_real_scan(data_dir, tmp_path):
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 1, done.stderr  # the fixture has failing syncs: the hook fails
     assert "blocking_readback" in done.stdout
+
+
+TWO_COMMANDS = """```bash
+# 1. create the environment from nothing and run the main job (the embedded CPU default)
+bash scripts/setup-env.sh && .venv/bin/syncgate check
+
+# 2. create the environment from nothing and run the tests
+bash scripts/setup-env.sh && .venv/bin/python -m pytest
+```"""
+
+
+def _section(text: str, heading: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index(heading)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("## "))
+    return [line for line in lines[start:end]]
+
+
+def test_readme_starts_with_the_five_minute_path():
+    readme = (REPO / "README.md").read_text()
+    first = next(line for line in readme.splitlines() if line.startswith("## "))
+    top = _section(readme, first)
+    while top and not top[-1].strip():
+        top.pop()
+    assert len(top) <= 15, "\n".join(top)
+    text = "\n".join(top)
+    assert re.search(r"^pip install ", text, re.M)
+    assert re.search(r"^syncgate scan ", text, re.M)
+    assert re.search(r"^syncgate check", text, re.M)
+    assert "  fix: " in text  # what a failure looks like, and its fix
+
+
+def test_readme_keeps_the_two_setup_commands_verbatim():
+    assert TWO_COMMANDS in (REPO / "README.md").read_text()
+
+
+def test_every_relative_link_of_the_docs_resolves():
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(pages) >= 9
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
