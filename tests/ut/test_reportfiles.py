@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from syncgate.errors import ReportDirError
@@ -46,3 +48,14 @@ def test_an_existing_directory_is_required_without_create(tmp_path):
 def test_control_bytes_become_visible_text():
     assert printable("a\x1b[31mb\x07c\td\n\x9b\ufffe") == "a\\x1b[31mb\\x07c\td\n\\x9b\\ufffe"
     assert printable("plain ünïcode") == "plain ünïcode"
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_follow_the_umask_not_mkstemp(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        [path] = write_all(tmp_path / "new", {"report.json": "{}"})
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == mode
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o777 & ~umask

@@ -143,6 +143,9 @@ def build_model(out_dir: str | Path, recipe: Recipe) -> ModelInfo:
         info = ModelInfo(out, recipe.name, recipe.digest(), files)
         (tmp / MARKER).write_text(json.dumps(info.to_json() | {"path": None}, indent=2,
                                              sort_keys=True) + "\n")
+        for written in tmp.iterdir():  # safetensors writes 0600: the umask decides, as for open()
+            if written.is_file():
+                follow_umask(written)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

@@ -17,6 +17,16 @@ def built(tmp_path_factory):
     return build_model(out, load_recipe("llama"))
 
 
+def test_built_model_follows_the_umask(built):
+    """Other users of a shared cache or container can read the model (mkdtemp's 0700 would hide it)."""
+    from syncgate.reportfiles import current_umask
+
+    umask = current_umask()
+    assert built.path.stat().st_mode & 0o777 == 0o777 & ~umask
+    for path in built.path.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path.name
+
+
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = build_model(tmp_path / "again", load_recipe("llama"))
     assert again.files == built.files
