@@ -1,66 +1,158 @@
-"""`syncgate check --device cpu` end to end after install (issue target: <= 120 s on this machine).
+"""`syncgate check` before and after, side by side: full and --quick, cold and warm.
 
-Runs the real command in a subprocess with a fresh model cache (so the model build is included),
-then reads the breakdown the command itself recorded in report.json: model build, each server's
-start-up, each scenario group's wall time, and the HF reference left after the last server.
-The load average before and after is printed because the machine's CPUs are shared.
+"Before" is ``git archive`` of an earlier revision (default 9d3ec16, the serve level as it was)
+run from a temp dir with PYTHONPATH, so the servers load that revision's audit plugin too;
+"after" is this checkout. Each side gets its own fresh SYNCGATE_CACHE_DIR holding a copy of the
+built embedded model (the model cache is warm, nothing else is): the first run of a side is
+"cold", the one right after it "warm". Runs alternate between the sides so a change in the
+machine's load hits both. After runs only the serve level (``--levels serve``): today's check
+was the serve level, so that is like for like; the scan and unit levels are timed apart.
 
-Run: .venv/bin/python benchmarks/bench_check.py [--keep-cache] [extra syncgate check args]
-     (writes benchmarks/results/check.json)
+For each run: wall time, the command's own total, and each group's server start (report.json
+timings), with after/before ratios of the same temperature; the load average around each run,
+because this machine's 2 cores are shared. The findings must not move: check.compare's
+report_differences of after vs before (full) and of --quick vs full are printed and saved, next
+to before vs its own second run (the noise floor of timing-dependent step counts).
+
+Run: .venv/bin/python benchmarks/bench_check.py [--before REV] [--sides before,after]
+     [--only full,quick] (writes benchmarks/results/check.json)
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _table import emit
+from syncgate.check.compare import report_differences
+from syncgate.models import ensure_model, load_recipe
 
-TARGET_S = 120.0
+ROOT = Path(__file__).resolve().parents[1]
+BEFORE = "9d3ec16"  # the serve level before issue 15 (servers one ahead, no --quick)
+TARGETS_S = {"full": 120.0, "quick": 60.0}
+
+
+def before_tree(rev: str, into: Path) -> Path:
+    done = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/syncgate"],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"git archive {rev}: {done.stderr.decode().strip().splitlines()[-1]}")
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def side_cache(model: Path, into: Path) -> Path:
+    """A cache dir holding only the built model: the model cache warm, nothing else."""
+    shutil.copytree(model, into / "models" / model.name)
+    return into
+
+
+def one_run(label: str, src: Path | None, cache: Path, report: Path, quick: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCGATE_")}
+    env["SYNCGATE_CACHE_DIR"] = str(cache)
+    argv = [sys.executable, "-m", "syncgate.cli", "check", "--device", "cpu",
+            "--report", str(report)]
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    else:
+        argv += ["--levels", "serve", *(["--quick"] if quick else [])]
+    load_before = os.getloadavg()[0]
+    started = time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    (report.parent / f"{report.name}.stderr").write_text(done.stderr)
+    if done.returncode not in (0, 1) or not (report / "report.json").exists():
+        raise SystemExit(f"{label}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
+    data = json.loads((report / "report.json").read_text())
+    timings = data.get("timings_s", {})
+    print(f"{label}: {wall:.1f} s, exit {done.returncode}, load {load_before:.1f}", flush=True)
+    return {
+        "label": label, "exit_code": done.returncode, "passed": data.get("passed"),
+        "wall_s": round(wall, 2), "total_s": timings.get("total"),
+        "server_start_s": {k.split(":", 1)[1]: v for k, v in timings.items()
+                           if k.startswith("server_start:")},
+        "load1_before": round(load_before, 2), "load1_after": round(os.getloadavg()[0], 2),
+        "report": data,
+    }
+
+
+def _ratio(after: float | None, before: float | None) -> float | None:
+    return round(after / before, 3) if after and before else None
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep-cache", action="store_true",
-                        help="reuse the machine's model cache (measures a warm run)")
-    args, extra = parser.parse_known_args()
-    report = Path(tempfile.mkdtemp(prefix="syncgate-bench-check-"))
-    env = dict(os.environ)
-    if not args.keep_cache:
-        env["SYNCGATE_CACHE_DIR"] = str(report / "cache")
-    load_before = os.getloadavg()
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--device", "cpu",
-         "--report-dir", str(report / "report"), *extra],
-        env=env, capture_output=True, text=True,
-    )
-    wall = time.monotonic() - started
-    load_after = os.getloadavg()
-    data = json.loads((report / "report" / "report.json").read_text())
-    rows = [{"phase": phase, "seconds": seconds} for phase, seconds in data["timings_s"].items()]
-    rows.append({"phase": "wall (subprocess)", "seconds": round(wall, 2)})
-    peak = max((g["peak_rss_bytes"] for g in data["groups"]), default=0)
-    summary = {
-        "exit_code": done.returncode,
-        "passed": data["passed"],
-        "wall_s": round(wall, 2),
-        "target_s": TARGET_S,
-        "within_target": wall <= TARGET_S,
-        "peak_server_tree_rss_gib": round(peak / 2**30, 3),
+    parser.add_argument("--before", default=BEFORE, help="revision to compare with (%(default)s)")
+    parser.add_argument("--sides", default="before,after")
+    parser.add_argument("--only", default="full,quick", help="full, quick or both")
+    args = parser.parse_args()
+    sides, kinds = args.sides.split(","), args.only.split(",")
+    work = Path(tempfile.mkdtemp(prefix="syncgate-bench-check-"))
+    model = ensure_model(load_recipe("llama"))[0].path
+    srcs = {"before": before_tree(args.before, work / "before"), "after": None}
+    caches = {side: side_cache(model, work / f"cache-{side}") for side in sides}
+    plan = [(side, "full", temp) for temp in ("cold", "warm") for side in sides if "full" in kinds]
+    if "after" in sides and "quick" in kinds:
+        plan += [("after", "quick", temp) for temp in ("cold", "warm")]
+    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for side, kind, temp in plan:
+        label = f"{side} {kind} {temp}"
+        runs[side, kind, temp] = one_run(label, srcs[side], caches[side],
+                                         work / "reports" / label.replace(" ", "-"),
+                                         quick=kind == "quick")
+    rows = []
+    for (side, kind, temp), run in runs.items():
+        base = runs.get(("before", "full", temp))
+        row = {"run": f"{side} {kind}", "temp": temp, "wall_s": run["wall_s"],
+               "total_s": run["total_s"],
+               "wall/before": _ratio(run["wall_s"], base and base["wall_s"]),
+               "load1": run["load1_before"]}
+        for group, seconds in sorted(run["server_start_s"].items()):
+            row[f"start:{group}"] = seconds
+            before_start = base and base["server_start_s"].get(group)
+            row[f"start:{group}/before"] = _ratio(seconds, before_start)
+        rows.append(row)
+    columns = list(dict.fromkeys(c for r in rows for c in r))  # a group may be missing (quick)
+    rows = [{c: r.get(c) for c in columns} for r in rows]
+    findings = {}
+
+    def differ(name: str, whole: tuple[str, str, str], part: tuple[str, str, str]) -> None:
+        if whole in runs and part in runs:
+            findings[name] = report_differences(runs[whole]["report"], runs[part]["report"])
+
+    differ("after full vs before full (cold)", ("before", "full", "cold"), ("after", "full", "cold"))
+    differ("after full vs before full (warm)", ("before", "full", "warm"), ("after", "full", "warm"))
+    differ("before full: warm vs cold (noise floor)", ("before", "full", "cold"),
+           ("before", "full", "warm"))
+    differ("after quick vs after full (cold)", ("after", "full", "cold"), ("after", "quick", "cold"))
+    differ("after quick vs before full (cold)", ("before", "full", "cold"),
+           ("after", "quick", "cold"))
+    summary: dict[str, Any] = {
+        "before": args.before,
+        "targets_s": TARGETS_S,
         "cpus": os.cpu_count(),
-        "loadavg_before": [round(x, 2) for x in load_before],
-        "loadavg_after": [round(x, 2) for x in load_after],
-        "report_dir": str(report / "report"),
+        "all_passed": all(r["passed"] for r in runs.values()),
+        "findings_identical": {name: not lines for name, lines in findings.items()},
+        "work_dir": str(work),
     }
+    for name, lines in findings.items():
+        print(f"{name}: {'identical' if not lines else f'{len(lines)} differences'}")
+        for line in lines[:20]:
+            print(f"  {line}")
+    summary["differences"] = findings
     emit("check", rows, summary)
-    return 0 if done.returncode in (0, 1) else done.returncode
+    return 0
 
 
 if __name__ == "__main__":

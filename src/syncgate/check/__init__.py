@@ -15,7 +15,14 @@ from typing import Any
 from syncgate.check.judge import judge
 from syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from syncgate.check.report import CheckResult, failure_lines, table, write_reports
-from syncgate.check.run import GroupRun, GroupSession, Say, run_group, servers_at_once
+from syncgate.check.run import (
+    GroupRun,
+    GroupSession,
+    Say,
+    next_ready,
+    run_group,
+    servers_at_once,
+)
 from syncgate.environment import header
 from syncgate.models import ModelInfo, ensure_model, inspect_model_dir, load_recipe
 from syncgate.parity.reference import WarmReference
@@ -71,16 +78,20 @@ def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> Ch
     with contextlib.ExitStack() as stack:
         for session in sessions:
             stack.callback(session.stop)
-        for i, session in enumerate(sessions):
-            for ahead in sessions[i: i + at_once]:
+        waiting = list(sessions)
+        while waiting:
+            for ahead in waiting[:at_once]:
                 if not ahead.server.alive():
                     say(f"[{ahead.result.profile_group.name}] starting vllm serve "
                         f"{' '.join(ahead.result.flags)}")
                     ahead.launch()
+            session = next_ready(waiting[:at_once], say)  # whichever boots first runs first
+            waiting.remove(session)
             run = run_group(session, say)
             timings[f"server_start:{run.profile_group.name}"] = round(run.startup_s, 2)
             timings[f"group:{run.profile_group.name}"] = round(run.wall_s, 2)
             groups.append(run)
+    groups.sort(key=lambda run: plan.groups.index(run.profile_group))  # judged in profile order
     started = time.monotonic()
     say("judging parity against the HF transformers fp32 greedy reference")
     with ticking(say, "HF reference: finishing and judging"):

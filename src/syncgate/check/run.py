@@ -93,6 +93,7 @@ class GroupSession:
         short, long = load_prompts()
         self._prompts = short, long
         self._timeout = profile.request_timeout_s
+        self._said = ("", 0.0)  # the boot phase said last, and when
         self.context: Context | None = None
 
     def launch(self) -> None:
@@ -100,22 +101,32 @@ class GroupSession:
         self.server.launch()
 
     def wait(self, say: Say) -> None:
-        name = self.result.profile_group.name
-        said = {"phase": "", "at": 0.0}
+        while not self.poll(say):
+            time.sleep(0.5)
 
-        def waiting(elapsed: float) -> None:
+    def poll(self, say: Say) -> bool:
+        """One look at the booting server (its phase said as it changes); True once it is ready."""
+        if self.context is not None:
+            return True
+        name = self.result.profile_group.name
+
+        def booting(elapsed: float) -> None:
             phase = boot_phase(self.server.launch_log())
-            if phase != said["phase"] or elapsed - said["at"] >= TICK_S:
-                said.update(phase=phase, at=elapsed)
+            if phase != self._said[0] or elapsed - self._said[1] >= TICK_S:
+                self._said = (phase, elapsed)
                 say(f"[{name}] booting: {phase} ({elapsed:.0f} s)")
 
-        self.result.startup_s = self.server.wait_healthy(waiting)
+        if not self.server.ready(booting):
+            return False
+        assert self.server.startup_s is not None
+        self.result.startup_s = self.server.startup_s
         say(f"[{name}] healthy after {self.result.startup_s:.1f} s on port {self.server.port}")
         self.result.unattributed += self._new_steps()
         # no logprobs: a logprobs request adds readbacks to every step serving it; only the
         # logprob_parity scenario asks for them, in requests of its own
         client = OpenAIClient(self.server.base_url, SERVED_MODEL_NAME, self._timeout)
         self.context = Context(client, *self._prompts)
+        return True
 
     def run(self, scenario: Scenario) -> ScenarioRun:
         assert self.context is not None, "wait() first"
@@ -150,6 +161,15 @@ class GroupSession:
         if self._started:
             self.result.wall_s = time.monotonic() - self._started
         return self.result
+
+
+def next_ready(sessions: list[GroupSession], say: Say) -> GroupSession:
+    """The first of these launched sessions whose server is ready, watching them all in turn."""
+    while True:
+        for session in sessions:
+            if session.poll(say):
+                return session
+        time.sleep(0.5)
 
 
 def run_group(session: GroupSession, say: Say) -> GroupRun:

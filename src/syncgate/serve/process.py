@@ -173,6 +173,7 @@ class ManagedServer:
         ensure_port_free(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._launched = time.monotonic()
+        self.startup_s = None
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             self._proc = subprocess.Popen(
@@ -182,41 +183,55 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
+                preexec_fn=None,  # BROKEN
             )
-        self._reaper = Reaper(self._proc.pid)
+        self._reaper = None  # BROKEN
 
     def wait_healthy(self, progress: Progress | None = None) -> float:
         """Block until ``/health`` answers 200; returns seconds since launch."""
+        while not self.ready(progress):
+            time.sleep(0.5)
+        assert self.startup_s is not None
+        return self.startup_s
+
+    def ready(self, progress: Progress | None = None) -> bool:
+        """One look without blocking: healthy (and bound to loopback only) or still booting.
+
+        A server that died or ran out of start-up time is stopped and raised here, so several
+        booting servers can be watched in turn.
+        """
+        if self.startup_s is not None:
+            return True
         try:
-            self._wait_healthy(self._launched, progress)
-            self.check_bind()
+            healthy = self._look(progress)
+            if healthy:
+                self.check_bind()
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - self._launched
-        return self.startup_s
+        if healthy:
+            self.startup_s = time.monotonic() - self._launched
+        return healthy
 
-    def _wait_healthy(self, started: float, progress: Progress | None) -> None:
-        assert self._proc is not None
-        deadline = started + self.startup_timeout_s
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                error = ServerStartError(self._death_message(f"exited with code {code} during start-up"))
-                error.log_tail = self.tail()  # type: ignore[attr-defined]
-                raise error
-            if self.healthy():
-                return
-            now = time.monotonic()
-            if now >= deadline:
-                raise ServerTimeoutError(
-                    f"server {self.name!r} not healthy at {self.health_url} after "
-                    f"{self.startup_timeout_s:.0f} s (log: {self.log_path})"
-                )
-            if progress is not None:
-                progress(now - started)
-            time.sleep(0.5)
+    def _look(self, progress: Progress | None) -> bool:
+        if self._proc is None:
+            raise ServerError(f"server {self.name!r} is not running")
+        code = self._proc.poll()
+        if code is not None:
+            error = ServerStartError(self._death_message(f"exited with code {code} during start-up"))
+            error.log_tail = self.tail()  # type: ignore[attr-defined]
+            raise error
+        if self.healthy():
+            return True
+        now = time.monotonic()
+        if now >= self._launched + self.startup_timeout_s:
+            raise ServerTimeoutError(
+                f"server {self.name!r} not healthy at {self.health_url} after "
+                f"{self.startup_timeout_s:.0f} s (log: {self.log_path})"
+            )
+        if progress is not None:
+            progress(now - self._launched)
+        return False
 
     def check_bind(self) -> None:
         """Fail unless every socket the tree listens on is a loopback address.
