@@ -30,6 +30,16 @@ class TableReference:
         return "".join(chr(ord("a") + i % 26) for i in ids)
 
 
+class NoReference:
+    """A stand-in for the HF model where no generation is compared (budget-only scenarios)."""
+
+    def generate(self, prompt_ids, max_new_tokens):
+        raise AssertionError("no generation to compare")
+
+    def decode(self, ids):
+        return ""
+
+
 def step(index, kind, *events):
     s = Step(index=index, kind=kind)
     s.events = [SyncEvent(k, api, site, index, kind) for k, api, site in events]
@@ -79,6 +89,6 @@ def gen(label, prompt, tokens, max_tokens=None, prefix_ok=False):
 
 @pytest.fixture
 def judge_kit():
-    return {"Reference": TableReference, "budgets": BUDGETS, "clean_steps": clean_steps,
+    return {"Reference": TableReference, "NoReference": NoReference, "budgets": BUDGETS, "clean_steps": clean_steps,
             "mutant_steps": mutant_steps, "group_run": group_run, "scenario_run": scenario_run,
             "gen": gen}

@@ -16,14 +16,6 @@ from syncgate.parity import Tolerance
 XSD = Path(__file__).resolve().parents[2] / "data" / "junit" / "junit.xsd"
 
 
-class _NoReference:
-    def generate(self, prompt_ids, max_new_tokens):
-        raise AssertionError("no generation to compare")
-
-    def decode(self, ids):
-        return ""
-
-
 def _site(file):
     return CallSite(str(file), 1234, "_update_states", "vllm.v1.worker.gpu_model_runner",
                     "GPUModelRunner._update_states")
@@ -38,7 +30,7 @@ def _result(kit, site):
                                                           site, index, StepKind.DECODE)]
     bad = kit["scenario_run"]("baseline", "sequential", [], steps)
     good = kit["scenario_run"]("baseline", "batched", [], kit["clean_steps"](3))
-    scenarios, groups = judge([kit["group_run"]("baseline", [bad, good])], _NoReference(),
+    scenarios, groups = judge([kit["group_run"]("baseline", [bad, good])], kit["NoReference"](),
                               kit["budgets"], mode="exact", tolerance=Tolerance(),
                               default_runner="v1")
     return CheckResult({"device": "cpu"}, {}, {}, scenarios, groups)

@@ -20,14 +20,6 @@ LONG_FLAGS = ["--dtype", "float32", "--max-model-len", "512", "--enforce-eager",
               '"prompt_lookup_max": 4, "prompt_lookup_min": 2}']
 
 
-class _NoReference:
-    def generate(self, prompt_ids, max_new_tokens):
-        raise AssertionError("no generation to compare")
-
-    def decode(self, ids):
-        return ""
-
-
 def realistic_result(kit, seed=0):
     """Three groups like the cpu profile's; one scenario has a breach, one has only 2 steps."""
     rng = random.Random(seed)
@@ -52,7 +44,7 @@ def realistic_result(kit, seed=0):
         run = kit["group_run"](group, runs)
         run.flags = LONG_FLAGS
         groups.append(run)
-    scenarios, verdicts = judge(groups, _NoReference(), kit["budgets"], mode="exact",
+    scenarios, verdicts = judge(groups, kit["NoReference"](), kit["budgets"], mode="exact",
                                 tolerance=Tolerance(), default_runner="v1")
     return CheckResult({"device": "cpu"}, {}, {}, scenarios, verdicts)
 

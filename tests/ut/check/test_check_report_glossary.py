@@ -13,14 +13,6 @@ from syncgate.parity import Tolerance
 GLOSSARY = Path(__file__).resolve().parents[3] / "docs" / "report-json.md"
 
 
-class _NoReference:
-    def generate(self, prompt_ids, max_new_tokens):
-        raise AssertionError("no generation to compare")
-
-    def decode(self, ids):
-        return ""
-
-
 def _keys(value, prefix=""):
     if isinstance(value, dict):
         for key, inner in value.items():
@@ -42,7 +34,7 @@ def test_glossary_names_every_field_of_a_real_report(judge_kit, tmp_path):
     k = judge_kit
     runs = [k["scenario_run"]("g", "sequential", [], k["mutant_steps"]()),
             k["scenario_run"]("g", "batched", [], k["clean_steps"]())]
-    scenarios, groups = judge([k["group_run"]("g", runs)], _NoReference(), k["budgets"], mode="exact",
+    scenarios, groups = judge([k["group_run"]("g", runs)], k["NoReference"](), k["budgets"], mode="exact",
                               tolerance=Tolerance(), default_runner="v1")
     result = CheckResult({"device": "cpu"}, {}, {}, scenarios, groups)
     levels = [LevelResult("scan", PASS, cases=[LevelCase("R.execute_model", True, "ok")]),
