@@ -183,9 +183,9 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=None,  # BROKEN
+                preexec_fn=die_with_parent,
             )
-        self._reaper = None  # BROKEN
+        self._reaper = Reaper(self._proc.pid)
 
     def wait_healthy(self, progress: Progress | None = None) -> float:
         """Block until ``/health`` answers 200; returns seconds since launch."""
