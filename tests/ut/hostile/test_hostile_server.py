@@ -1,0 +1,43 @@
+"""SIGKILL of ``syncgate check`` while its real ``vllm serve`` boots: the server tree goes too."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_sigkill_of_check_while_the_server_boots_leaves_no_server(sandbox):
+    pytest.importorskip("vllm")
+    tag = uuid.uuid4().hex
+    cache = os.environ.get("SYNCGATE_CACHE_DIR", str(Path.home() / ".cache" / "syncgate"))
+    proc = subprocess.Popen(
+        sandbox.argv(["check", "--levels", "serve", "--scenarios", "sequential",
+                      "--report-dir", "report"]),
+        cwd=sandbox.work, env=sandbox.env(tag, {"SYNCGATE_CACHE_DIR": cache}),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600  # the first run builds the embedded model
+        server = []
+        while time.monotonic() < deadline and proc.poll() is None and not server:
+            server = [p for p in sandbox.marked(tag) if "syncgate.serve.shim" in p.cmdline()]
+            time.sleep(0.2)
+        assert server, proc.stderr.read().decode() if proc.poll() is not None else "no server"
+        while time.monotonic() < deadline and proc.poll() is None and not server[0].children():
+            time.sleep(0.2)  # booting: until the API server has spawned its engine core
+        time.sleep(2)
+        assert server[0].children(), "the server never spawned its engine core"
+        proc.kill()
+        proc.wait()
+        assert sandbox.wait_unmarked(tag, 10) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sandbox.wait_unmarked(tag, 0)
