@@ -29,8 +29,21 @@ def allow_stanza(symbol: str, kind: str) -> str:
             'reason = "<why this sync is by design>"')
 
 
-def fix_lines(symbol: str, kind: str) -> list[str]:
-    """Both answers as lines for a terminal or a CI message."""
-    stanza = allow_stanza(symbol, kind).replace("\n", "; ")
-    return [f"fix: {PATTERNS.get(kind, 'remove the host wait from the per-step path')}",
-            f"  or, if by design, add to your budget (extends = \"<device>\"): {stanza}"]
+def fix_lines(symbol: str, kind: str, *, inline: bool = False, device: str = "<device>") -> list[str]:
+    """Both answers as lines for a terminal or a CI message: the pattern, then the allow rule
+    (the stanza to paste into a budget file that ``extends`` the device's); ``inline``: the scan
+    also takes a comment on the line itself."""
+    lines = [f"fix: {PATTERNS.get(kind, 'remove the host wait from the per-step path')}"]
+    if inline:
+        lines.append(f"  or, if by design: `# syncgate: allow[{kind}] <why>` on that line")
+    lines.append(f"  or, if by design, add to your budget file (extends = \"{device}\"):")
+    lines += [f"      {line}" for line in allow_stanza(symbol, kind).splitlines()]
+    return lines
+
+
+def fix_line(symbol: str, kind: str, *, inline: bool = False, device: str = "<device>") -> str:
+    """:func:`fix_lines` as one line, for a JSON field or a CI annotation."""
+    first, *rest = fix_lines(symbol, kind, inline=inline, device=device)
+    alternatives = [line.strip() for line in rest if line.startswith("  or")]
+    stanza = "; ".join(line.strip() for line in rest if not line.startswith("  or"))
+    return "; ".join([first, *alternatives]) + " " + stanza

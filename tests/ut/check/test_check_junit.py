@@ -68,7 +68,11 @@ def test_fix_hints_name_site_pattern_and_allow_stanza(judge_kit):
     hints = fix_hints(_result(judge_kit, _site("/t/gpu_model_runner.py")))
     assert hints[0] == "/t/gpu_model_runner.py:1234:_update_states (blocking_readback)"
     assert hints[1].startswith("fix: use the event-based readback")
-    assert 'kind = "blocking_readback"; reason = "<why this sync is by design>"' in hints[2]
+    assert hints[2] == '  or, if by design, add to your budget file (extends = "<device>"):'
+    assert hints[3:7] == ["      [[budget.allow]]",
+                          '      site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"',
+                          '      kind = "blocking_readback"',
+                          '      reason = "<why this sync is by design>"']
 
 
 def test_whole_report_is_valid_junit_and_counts_agree(judge_kit, tmp_path, schema):
