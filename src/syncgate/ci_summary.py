@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from syncgate.errors import ReportDirError
+from syncgate.reportfiles import printable
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -22,7 +23,7 @@ def summary_path(option: str | None) -> Path | None:
 def append_summary(path: Path, markdown: str) -> None:
     try:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(markdown.rstrip("\n") + "\n\n")
+            fh.write(printable(markdown.rstrip("\n")) + "\n\n")  # log text may hold escapes
     except OSError as exc:
         raise ReportDirError(f"{path}: cannot write the job summary ({exc.strerror})") from None
 
