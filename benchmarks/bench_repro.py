@@ -5,7 +5,8 @@
    peak RSS grew while parsing (streaming keeps it flat however big the log is).
 2. 59 reruns of a 0.5 s test on 2 workers, side by side in one run:
    - ``pytest-repeat``: ``pytest --count 59`` in one process (the sequential baseline);
-   - ``syncgate repro``: validation collect + one xdist session of 59 copies (the engine, timed
+   - ``syncgate repro``: one xdist session that validates (collects the named files) and runs
+     59 copies (the engine, timed
      in-process; the CLI's own start-up is not counted, it imports every subcommand).
    Same test (``case_slow.py::test_sleeps`` of the synthetic suite, ``SUITE_SLEEP=0.5``), same
    interpreter, rounds alternated so machine noise hits both. A third row, pytest-repeat spread
@@ -43,8 +44,8 @@ print(len(log.failures), log.tests_seen, elapsed,
       (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, cpu)
 """
 
-# The rerun side, timed inside one process that imports only syncgate.repro: collection for
-# validation + the xdist rerun session, exactly what `syncgate repro` does after parsing.
+# The rerun side, timed inside one process that imports only syncgate.repro: the xdist session
+# that validates and reruns, exactly what `syncgate repro` does after parsing.
 RERUN_SCRIPT = r"""
 import sys, time
 from pathlib import Path

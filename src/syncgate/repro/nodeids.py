@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from syncgate.repro.junit import junit_address
 from syncgate.repro.logs import TextScanner, clean_line
 from syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from syncgate.repro.runner import Runner, check_exit
+from syncgate.repro.runner import PytestResult, Runner, check_exit
 from syncgate.repro.testfiles import CONFIG_FILES, rules_from
 
 _COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$")
@@ -87,19 +87,40 @@ def parse_collect_output(text: str) -> tuple[set[str], dict[str, str]]:
     return nodeids, errors
 
 
-def collect(runner: Runner, candidates: Iterable[str]) -> LocalTree:
-    """Collect the files named by ``candidates`` (node ids or files) in the runner's tree."""
+def rerun_files(runner: Runner, candidates: Iterable[str]) -> tuple[LocalTree, list[str]]:
+    """The files named by ``candidates`` that exist, and those pytest would collect as tests.
+
+    Nothing is imported: the tree holds files and refusals only; the list is what may be
+    handed to pytest (a validated path, never a node id)."""
     files = sorted({file_of(c) for c in candidates if plausible(c)})
     tree = LocalTree()
     if not files:
-        return tree
+        return tree, []
     tree.files = runner.existing(files)
     rules = rules_from(runner.config_texts(CONFIG_FILES))
     tree.refused = {f: why for f in sorted(tree.files) if (why := rules.refusal(f)) is not None}
-    if not tree.files - set(tree.refused):
+    return tree, sorted(tree.files - set(tree.refused))
+
+
+def collected_in_session(tree: LocalTree, result: PytestResult) -> LocalTree:
+    """Fill ``tree`` from a rerun session that was given whole files (``report_collected``):
+    the node ids its plugin recorded (and any a run reported), its collection errors."""
+    for record in result.records:
+        if record.get("role") == "collected":
+            tree.nodeids.update(record.get("nodeids", ()))
+        elif record.get("nodeid"):
+            tree.nodeids.add(record["nodeid"])
+    tree.errors = parse_collect_output(result.output)[1]
+    return tree
+
+
+def collect(runner: Runner, candidates: Iterable[str]) -> LocalTree:
+    """Collect the files named by ``candidates`` (node ids or files) in the runner's tree."""
+    tree, files = rerun_files(runner, candidates)
+    if not files:
         return tree
     args = ["--collect-only", "-q", "-rfE", "-p", "no:randomly",
-            "--continue-on-collection-errors", *sorted(tree.files - set(tree.refused))]
+            "--continue-on-collection-errors", *files]
     if runner.has_module("xdist"):
         args[:0] = ["-n", "0"]  # collect in this process even if addopts asks for workers
     result = check_exit(runner.pytest(args), runner.description)

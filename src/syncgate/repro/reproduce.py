@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 
 from syncgate.errors import UsageError
 from syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from syncgate.repro.nodeids import LocalTree, collect, plausible
+from syncgate.repro.nodeids import (
+    LocalTree,
+    collect,
+    collected_in_session,
+    file_of,
+    plausible,
+    rerun_files,
+)
 from syncgate.repro.runner import PytestResult, Runner, check_exit
 from syncgate.repro.stats import (
     clopper_pearson_interval,
@@ -230,6 +237,14 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
             for t, by_run in runs.items()}
 
 
+def _collect_first(log: CiLog, config: RerunConfig) -> bool:
+    """Whether the tree must be collected before the rerun: xunit2 addresses are resolved
+    through it, replay needs the predecessors it holds, and a CI collection error is judged by
+    how the file collects here. Otherwise validation folds into the rerun session."""
+    return config.replay_order or any(
+        f.address is not None or f.outcome is CiOutcome.COLLECTION_ERROR for f in log.failures)
+
+
 def _interval(config: RerunConfig, failures: int, runs: int) -> tuple[float, float]:
     fn = clopper_pearson_interval if config.interval == "exact" else wilson_interval
     return fn(failures, runs, config.confidence)
@@ -241,15 +256,32 @@ def reproduce(log: CiLog, runner: Runner, config: RerunConfig) -> list[TestVerdi
     candidates = [c for f in log.failures for c in _candidate_files(f)]
     if config.replay_order:
         candidates += [p for f in log.failures for p in f.predecessors]
-    tree = collect(runner, candidates)
-    verdicts, runnable = triage(log, tree)
-    if not runnable:
-        return verdicts
     runs = config.resolved_runs()
-    plan = {"mode": "isolation", "runs": runs, "targets": list(runnable),
-            "early_stop": config.early_stop, "broken_after": min(config.broken_after, runs)}
-    args = _session_args(runner, config.workers, runs * len(runnable), config)
-    result = check_exit(runner.pytest([*args, *runnable], plan), runner.description)
+    plan = {"mode": "isolation", "runs": runs, "early_stop": config.early_stop,
+            "broken_after": min(config.broken_after, runs)}
+    if _collect_first(log, config):
+        tree = collect(runner, candidates)
+        verdicts, runnable = triage(log, tree)
+        if not runnable:
+            return verdicts
+        args = _session_args(runner, config.workers, runs * len(runnable), config)
+        result = check_exit(runner.pytest([*args, *runnable], {**plan, "targets": list(runnable)}),
+                            runner.description)
+    else:
+        # one session validates and reruns: pytest gets the validated files only; the log's
+        # node ids go in the plan, where the plugin compares them with what it collected
+        tree, files = rerun_files(runner, candidates)
+        targets = list(dict.fromkeys(f.nodeid for f in log.failures
+                                     if plausible(f.nodeid) and file_of(f.nodeid) in files))
+        result = PytestResult(5, "")
+        if targets:
+            args = _session_args(runner, config.workers, runs * len(targets), config)
+            result = check_exit(runner.pytest(
+                [*args, "--continue-on-collection-errors", *files],
+                {**plan, "targets": targets, "report_collected": True}), runner.description)
+        verdicts, runnable = triage(log, collected_in_session(tree, result))
+        if not runnable:
+            return verdicts
     isolation = _collect_runs(result, replay=False)
 
     replay_candidates: dict[str, tuple[str, ...]] = {}

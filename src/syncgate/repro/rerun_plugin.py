@@ -14,6 +14,11 @@ pytest. Its instructions come from a JSON plan named by ``SYNCGATE_REPRO_PLAN``:
   predecessors can leave state behind. (xdist's ``loadgroup`` cannot pin copies here: with
   pytest 9 its node id suffix no longer reaches the scheduler.)
 
+With ``"report_collected": true`` the session was given whole files (the engine's validation
+and rerun in one session): every node id collected there is recorded once (``role: collected``)
+before the targets are picked from them, so node ids from a log only ever meet the collected
+ones in an equality test here and never reach pytest's argv.
+
 Each copy runs with ``SYNCGATE_REPRO_RUN`` set to its run index. The controlling process writes
 one JSON line per report to ``results``; once a target's verdict can no longer change it lists
 the target in ``settled`` and workers skip its remaining copies (early stop).
@@ -35,11 +40,14 @@ PLAN_ENV = "SYNCGATE_REPRO_PLAN"
 RUN_ENV = "SYNCGATE_REPRO_RUN"
 _TARGET = "syncgate_target"
 _RUN = "syncgate_run"
+_COLLECTED = "syncgate_collected"
 _LONGREPR_CHARS = 6000
 
 
 def _matches(nodeid: str, target: str) -> bool:
-    return nodeid == target or nodeid.startswith(target + "::")
+    """The target's own item, or every item of a target that is a whole file (a per-file CI
+    runner's unit); a class or an unparametrized name matches nothing, as in triage."""
+    return nodeid == target or ("::" not in target and nodeid.startswith(target + "::"))
 
 
 def _clone(item: pytest.Item) -> pytest.Item:
@@ -75,12 +83,19 @@ class ReproPlugin:
         self._runs: dict[tuple[str, int], bool] = {}  # (target, run) -> failed so far
         self._crashes = 0  # crashed runs get run indices -1, -2, ...
         self._results = None
+        self._collected_written = False
         if not self.is_worker:
             self._results = open(plan["results"], "a", encoding="utf-8")  # noqa: SIM115
 
     # -- collection --------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.plan.get("report_collected"):
+            collected = sorted({it.nodeid for it in items})
+            if self.is_worker:  # the controller writes the results: xdist carries it there
+                self.config.workeroutput[_COLLECTED] = collected  # type: ignore[attr-defined]
+            else:
+                self._write_collected(collected)
         runs = int(self.plan["runs"])
         if self.plan["mode"] == "replay":
             units = [(block["target"], list(block["sequence"])) for block in self.plan["blocks"]]
@@ -103,6 +118,19 @@ class ReproPlugin:
                                                      "target" if nodeid == target else "before"))
                         planned.append(copy)
         items[:] = planned
+
+    def _write_collected(self, nodeids: list[str]) -> None:
+        if self._results is not None and not self._collected_written:
+            self._collected_written = True
+            self._results.write(json.dumps({"role": "collected", "nodeids": nodeids}) + "\n")
+            self._results.flush()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: a worker finished; the first one's collection is everyone's."""
+        collected = getattr(node, "workeroutput", {}).get(_COLLECTED)
+        if collected is not None:
+            self._write_collected(list(collected))
 
     # -- running -----------------------------------------------------------------------------
     def _refresh_settled(self) -> None:

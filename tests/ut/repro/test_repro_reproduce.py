@@ -30,7 +30,9 @@ class RecordingRunner(LocalRunner):
 
     def pytest(self, args, plan=None):
         self.calls.append((list(args), plan))
-        return super().pytest(args, plan)
+        result = super().pytest(args, plan)
+        self.records = result.records
+        return result
 
 
 @pytest.mark.slow
@@ -111,12 +113,38 @@ def test_missing_and_hostile_node_ids_never_reach_pytest(suite_dir):
     assert details["case_flaky.py::test_removed"] == "no such test in the collected tree"
     assert details["case_gone.py::test_x"] == "file not found here"
     assert details["-p evil.py::x"] == "not a test node id"
-    # Only the collection ran, and only over files that exist.
+    # One session ran (validation folded into the rerun), only over files that exist; the
+    # log's ids reached it in the plan, never in argv.
     assert len(runner.calls) == 1
     args, plan = runner.calls[0]
-    assert plan is None
+    assert plan["report_collected"] is True
     assert args[-1] == "case_flaky.py"
-    assert not any("evil" in a or "outside" in a or "gone" in a for a in args)
+    assert not any("evil" in a or "outside" in a or "gone" in a or "::" in a for a in args)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_hostile_ids_next_to_a_real_failure_come_out_missing_in_the_folded_session(
+        suite_dir, workers):
+    """Validation and rerun in one session: the real failure is rerun, ids that only look like
+    its node id (an option appended, a bracket cut, a path climbing out) are 'missing', and no
+    string from the log is in pytest's argv (xdist or not)."""
+    real = "case_broken.py::TestAlways::test_broken"
+    hostile = [f"{real} -p evil", f"{real} --co", "case_broken.py::TestAlways::test_broken[",
+               "case_broken.py::TestAlways", "case_broken.py::../case_flaky.py::test_flaky_half"]
+    log = CiLog(source="crafted", format="pytest",
+                failures=[CiFailure(n, CiOutcome.FAILED) for n in [real, *hostile]])
+    runner = RecordingRunner(suite_dir)
+    verdicts = reproduce(log, runner, RerunConfig(runs=3, workers=workers))
+    by_id = {v.nodeid: v for v in verdicts}
+    assert by_id[real].verdict is ReproVerdict.BROKEN
+    assert {n: by_id[n].verdict for n in hostile} == dict.fromkeys(hostile, ReproVerdict.MISSING)
+    assert {by_id[n].detail for n in hostile} == {"no such test in the collected tree"}
+    assert all(not by_id[n].runs for n in hostile)
+    assert not any(r["target"] in hostile for r in runner.records if "target" in r)  # never run
+    [(args, plan)] = runner.calls
+    assert args[-1] == "case_broken.py"
+    assert not any("::" in a or "evil" in a for a in args)
+    assert set(plan["targets"]) == {real, *hostile}  # compared with the collected ids only
 
 
 def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, suite_dir):
@@ -174,3 +202,20 @@ def test_a_crashing_worker_counts_as_a_failed_run(suite_dir, workers):
                 (4, "passed", ""), (5, "passed", ""), (6, "passed", "")]
     assert verdict.verdict is ReproVerdict.FLAKY
     assert outcomes == (expected if workers == 2 else expected[:2])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_folded_session_reports_a_file_that_does_not_collect_here(suite_dir, workers):
+    """CI ran a test of a file that fails to collect here: environment, from the one session's
+    own collection errors, while the other failure is rerun in that same session."""
+    log = CiLog(source="crafted", format="pytest", failures=[
+        CiFailure("case_collect_error.py::test_x", CiOutcome.FAILED),
+        CiFailure("case_broken.py::TestAlways::test_broken", CiOutcome.FAILED)])
+    runner = RecordingRunner(suite_dir)
+    verdicts = {v.nodeid: v for v in reproduce(log, runner, RerunConfig(runs=2, workers=workers))}
+    assert len(runner.calls) == 1
+    env = verdicts["case_collect_error.py::test_x"]
+    assert env.verdict is ReproVerdict.ENVIRONMENT
+    assert env.detail.startswith("case_collect_error.py does not collect here: ")
+    broken = verdicts["case_broken.py::TestAlways::test_broken"]
+    assert (broken.verdict, len(broken.runs)) == (ReproVerdict.BROKEN, 2)
