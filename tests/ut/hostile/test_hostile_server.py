@@ -8,9 +8,25 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _cmdline(proc: psutil.Process) -> str:
+    """A process listed a moment ago may have exited since (a short-lived helper): no command line."""
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children()
+    except psutil.Error:
+        return []
 
 
 def test_sigkill_of_check_while_the_server_boots_leaves_no_server(sandbox):
@@ -26,13 +42,13 @@ def test_sigkill_of_check_while_the_server_boots_leaves_no_server(sandbox):
         deadline = time.monotonic() + 600  # the first run builds the embedded model
         server = []
         while time.monotonic() < deadline and proc.poll() is None and not server:
-            server = [p for p in sandbox.marked(tag) if "syncgate.serve.shim" in p.cmdline()]
+            server = [p for p in sandbox.marked(tag) if "syncgate.serve.shim" in _cmdline(p)]
             time.sleep(0.2)
         assert server, proc.stderr.read().decode() if proc.poll() is not None else "no server"
-        while time.monotonic() < deadline and proc.poll() is None and not server[0].children():
+        while time.monotonic() < deadline and proc.poll() is None and not _children(server[0]):
             time.sleep(0.2)  # booting: until the API server has spawned its engine core
         time.sleep(2)
-        assert server[0].children(), "the server never spawned its engine core"
+        assert _children(server[0]), "the server never spawned its engine core"
         proc.kill()
         proc.wait()
         assert sandbox.wait_unmarked(tag, 10) == []
