@@ -24,6 +24,7 @@ from syncgate.check.rehearsal import device_problem
 from syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
 from syncgate.errors import ConfigError, UsageError
 from syncgate.scan.callgraph import Finding, scan
+from syncgate.scan.inline import apply_inline_allows
 from syncgate.tomlfile import read_toml
 from syncgate.unit.result import UnitReport
 
@@ -128,7 +129,8 @@ def run_scan(sources: Sequence[RunnerSource], levels: DeviceLevels, budgets: Bud
         if source.kind == ASCEND and vllm is not None:
             paths.append(vllm.worker_dir)
         found = scan([str(p) for p in paths], allow=allow)
-        ours = [f for f in found.findings if _judged(f.runner, source, levels)]
+        findings, _ = apply_inline_allows(found.findings)  # `# syncgate: allow[kind] reason`
+        ours = [f for f in findings if _judged(f.runner, source, levels)]
         entries = [e for e in found.entries if _judged(e.rpartition(".")[0], source, levels)]
         failing = [f for f in ours if f.gates]
         guards: dict[str, int] = {}

@@ -80,6 +80,20 @@ def test_scan_fails_an_unguarded_sync_at_its_line(vllm_tree, cpu_budgets):
     assert "GPUModelRunner._wait_for_drafts" in case.detail
 
 
+def test_scan_level_honours_an_inline_allow_with_a_reason(vllm_tree, cpu_budgets):
+    _, mutate = vllm_tree
+    root = mutate("        if self.speculative_config is not None:\n            self._wait_for_drafts()",
+                  "        self._wait_for_drafts()")
+    path = root / RUNNER
+    text = path.read_text()
+    path.write_text(text.replace("        torch.cuda.synchronize()\n",
+                                 "        torch.cuda.synchronize()  # syncgate: allow[device_sync] drafts\n"))
+    assert run_scan([detect_source(root)], device_levels("cpu"), cpu_budgets).status == PASS
+    path.write_text(text.replace("        torch.cuda.synchronize()\n",
+                                 "        torch.cuda.synchronize()  # syncgate: allow[device_sync]\n"))
+    assert run_scan([detect_source(root)], device_levels("cpu"), cpu_budgets).status == FAIL  # no reason
+
+
 def test_scan_of_a_tree_without_the_profiles_runner_fails_saying_so(vllm_tree, cpu_budgets):
     _, mutate = vllm_tree
     root = mutate("class GPUModelRunner:", "class XPUModelRunner:")
