@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The NPU seq-lens sync property on the real NPUModelRunner classes of two vllm-ascend trees, on
-# CPU, in the environment scripts/setup-ascend-env.sh builds (run that first):
+# CPU, in the environment `scripts/setup-env.sh --ascend` builds (run that first):
 #   before  vllm-ascend 0.23.0.post1 (the PyPI sdist, fetched and verified once) on vLLM 0.23.0:
 #           must FAIL (an event synchronize and a device-to-host copy in every non-speculative step)
 #   after   the tree at Dockerfile.npu's VLLM_ASCEND_REF on vLLM 0.27.1: must PASS. Give its path
 #           (a checkout or `git archive` of that commit); it is not fetched here.
-# Each run is the README's three-line upstream test under pytest, --syncgate-ascend-mode import,
+# Each run is the three-line upstream test (docs/unit.md) under pytest, --syncgate-ascend-mode import,
 # JUnit in $SYNCGATE_REPORT_DIR (default reports/ascend-real). Exit 0 when both came out as
 # expected, 1 otherwise, 2 on bad input.
 #   usage: scripts/ascend-real-classes.sh AFTER_TREE
@@ -18,7 +18,7 @@ if [[ $# -ne 1 || ! -d "$1/vllm_ascend/worker/v2" ]]; then
   exit 2
 fi
 if [[ ! -x "$venv/bin/python" || ! -d "$venv/vllm-0.23.0" ]]; then
-  echo "$0: error: no $venv with its vllm-0.23.0 overlay; run scripts/setup-ascend-env.sh" >&2
+  echo "$0: error: no $venv with its vllm-0.23.0 overlay; run scripts/setup-env.sh --ascend" >&2
   exit 2
 fi
 after="$(cd "$1" && pwd)"

@@ -40,5 +40,6 @@ class UnitReport:
         """One line per failing check (or a count when all pass): an assert message for pytest."""
         if self.passed:
             return f"{len(self.checks)} checks passed"
-        return "\n".join(f"{c.name} [{c.target}]: {c.detail}" + (f" at {c.site}" if c.site else "")
+        return "\n".join(f"{c.name} [{c.target}]: {c.detail}"
+                         + (f" at {c.site}" if c.site and c.site not in c.detail else "")
                          for c in self.failures())
