@@ -142,3 +142,15 @@ def test_scan_output_follows_the_umask(scan_tree, tmp_path, umask, mode):
     assert done.returncode in (0, 1), done.stderr
     assert out.stat().st_mode & 0o777 == mode
     assert out.parent.stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_calibrate_json_is_now_output_with_a_deprecation_line(tmp_path):
+    old = syncgate("calibrate", "--device", "cuda", "--recorded", "--json", str(tmp_path / "a.json"),
+                   umask=0o022)
+    new = syncgate("calibrate", "--device", "cuda", "--recorded", "--output", str(tmp_path / "b.json"),
+                   umask=0o022)
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert "--json is deprecated, use --output" in old.stderr
+    assert "deprecated" not in new.stderr
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
