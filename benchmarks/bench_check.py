@@ -5,8 +5,10 @@ run from a temp dir with PYTHONPATH, so the servers load that revision's audit p
 "after" is this checkout. Each side gets its own fresh SYNCGATE_CACHE_DIR holding a copy of the
 built embedded model (the model cache is warm, nothing else is): the first run of a side is
 "cold", the one right after it "warm". Runs alternate between the sides so a change in the
-machine's load hits both. After runs only the serve level (``--levels serve``): today's check
-was the serve level, so that is like for like; the scan and unit levels are timed apart.
+machine's load hits both. "full" after runs only the serve level (``--levels serve``): the check
+of the before revision was the serve level, so that is like for like. "quick" and "all" are what
+a user types, ``syncgate check --quick`` and ``syncgate check``: every level (scan and unit run
+while the servers boot).
 
 For each run: wall time, the command's own total, and each group's server start (report.json
 timings), with after/before ratios of the same temperature; the load average around each run,
@@ -58,7 +60,10 @@ def side_cache(model: Path, into: Path) -> Path:
     return into
 
 
-def one_run(label: str, src: Path | None, cache: Path, report: Path, quick: bool) -> dict[str, Any]:
+AFTER_ARGS = {"full": ["--levels", "serve"], "quick": ["--quick"], "all": []}
+
+
+def one_run(label: str, src: Path | None, cache: Path, report: Path, kind: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCGATE_")}
     env["SYNCGATE_CACHE_DIR"] = str(cache)
     argv = [sys.executable, "-m", "syncgate.cli", "check", "--device", "cpu",
@@ -66,7 +71,7 @@ def one_run(label: str, src: Path | None, cache: Path, report: Path, quick: bool
     if src is not None:
         env["PYTHONPATH"] = str(src)
     else:
-        argv += ["--levels", "serve", *(["--quick"] if quick else [])]
+        argv += AFTER_ARGS[kind]
     load_before = os.getloadavg()[0]
     started = time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -95,7 +100,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help="revision to compare with (%(default)s)")
     parser.add_argument("--sides", default="before,after")
-    parser.add_argument("--only", default="full,quick", help="full, quick or both")
+    parser.add_argument("--only", default="full,quick,all", help="full, quick, all")
     args = parser.parse_args()
     sides, kinds = args.sides.split(","), args.only.split(",")
     work = Path(tempfile.mkdtemp(prefix="syncgate-bench-check-"))
@@ -105,12 +110,14 @@ def main() -> int:
     plan = [(side, "full", temp) for temp in ("cold", "warm") for side in sides if "full" in kinds]
     if "after" in sides and "quick" in kinds:
         plan += [("after", "quick", temp) for temp in ("cold", "warm")]
+    if "after" in sides and "all" in kinds:
+        plan.append(("after", "all", "cold"))
     runs: dict[tuple[str, str, str], dict[str, Any]] = {}
     for side, kind, temp in plan:
         label = f"{side} {kind} {temp}"
         runs[side, kind, temp] = one_run(label, srcs[side], caches[side],
                                          work / "reports" / label.replace(" ", "-"),
-                                         quick=kind == "quick")
+                                         kind=kind)
     rows = []
     for (side, kind, temp), run in runs.items():
         base = runs.get(("before", "full", temp))
@@ -136,6 +143,8 @@ def main() -> int:
     differ("before full: warm vs cold (noise floor)", ("before", "full", "cold"),
            ("before", "full", "warm"))
     differ("after quick vs after full (cold)", ("after", "full", "cold"), ("after", "quick", "cold"))
+    differ("after all levels vs before full (cold)", ("before", "full", "cold"),
+           ("after", "all", "cold"))
     differ("after quick vs before full (cold)", ("before", "full", "cold"),
            ("after", "quick", "cold"))
     summary: dict[str, Any] = {

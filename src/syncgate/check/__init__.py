@@ -8,7 +8,6 @@ server has stopped, and the judge generates whatever it still lacks then.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -32,12 +31,12 @@ from syncgate.serve.scenarios import load_prompts, reference_requests
 __all__ = [
     "CheckResult",
     "Plan",
+    "ServeLevel",
     "env_header",
     "failure_lines",
     "make_plan",
     "prepare_report_dir",
     "resolve_model",
-    "run_check",
     "table",
     "write_reports",
 ]
@@ -64,48 +63,68 @@ def resolve_model(plan: Plan) -> tuple[ModelInfo, bool]:
     return ensure_model(load_recipe(plan.recipe))
 
 
-def run_check(plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> CheckResult:
-    """Run every group (:func:`servers_at_once` booting together), then judge.
+class ServeLevel:
+    """The serve level under way: from construction the HF reference warms up in a background
+    thread and the first :func:`servers_at_once` servers boot, so both overlap whatever runs
+    meanwhile (the scan and unit levels). :meth:`finish` runs the groups, whichever server is
+    ready first, and judges; :meth:`stop` ends every server (abandoned, or finished)."""
 
-    The HF reference warms up in a background thread meanwhile: server start-up is mostly
-    single-threaded imports, and the reference takes what the boots leave.
-    """
-    at_once = servers_at_once(plan.profile.prestart, len(plan.groups))
-    timings: dict[str, float] = {"servers_at_once": at_once}
-    reference = WarmReference(model.path, reference_requests(*load_prompts()))
-    sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir) for g in plan.groups]
-    groups: list[GroupRun] = []
-    with contextlib.ExitStack() as stack:
+    def __init__(self, plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> None:
+        self.plan, self.model, self.env, self.say = plan, model, env, say
+        self.at_once = servers_at_once(plan.profile.prestart, len(plan.groups))
+        self.started = time.monotonic()
+        self.reference = WarmReference(model.path, reference_requests(*load_prompts()))
+        self.sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir)
+                         for g in plan.groups]
+        try:
+            self._launch(self.sessions[: self.at_once])
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self, sessions: list[GroupSession]) -> None:
         for session in sessions:
-            stack.callback(session.stop)
-        waiting = list(sessions)
-        while waiting:
-            for ahead in waiting[:at_once]:
-                if not ahead.server.alive():
-                    say(f"[{ahead.result.profile_group.name}] starting vllm serve "
-                        f"{' '.join(ahead.result.flags)}")
-                    ahead.launch()
-            session = next_ready(waiting[:at_once], say)  # whichever boots first runs first
-            waiting.remove(session)
-            run = run_group(session, say)
-            timings[f"server_start:{run.profile_group.name}"] = round(run.startup_s, 2)
-            timings[f"group:{run.profile_group.name}"] = round(run.wall_s, 2)
-            groups.append(run)
-    groups.sort(key=lambda run: plan.groups.index(run.profile_group))  # judged in profile order
-    started = time.monotonic()
-    say("judging parity against the HF transformers fp32 greedy reference")
-    with ticking(say, "HF reference: finishing and judging"):
-        scenarios, group_verdicts = judge(groups, reference.result(), plan.budgets,
-                                          mode=plan.profile.parity,
-                                          tolerance=plan.profile.tolerance,
-                                          default_runner=plan.profile.runner)
-    timings["reference_after_servers"] = round(time.monotonic() - started, 2)
-    return CheckResult(
-        env=env,
-        profile=plan.profile.to_json(),
-        model=model.to_json(),
-        scenarios=scenarios,
-        groups=group_verdicts,
-        timings=timings,
-        rehearsal=None if plan.rehearsal is None else plan.rehearsal.to_json(plan.budgets),
-    )
+            if not session.server.alive():
+                self.say(f"[{session.result.profile_group.name}] starting vllm serve "
+                         f"{' '.join(session.result.flags)}")
+                session.launch()
+
+    def stop(self) -> None:
+        for session in self.sessions:
+            session.stop()
+
+    def finish(self) -> CheckResult:
+        plan, say = self.plan, self.say
+        timings: dict[str, float] = {"servers_at_once": self.at_once}
+        groups: list[GroupRun] = []
+        try:
+            waiting = list(self.sessions)
+            while waiting:
+                self._launch(waiting[: self.at_once])
+                session = next_ready(waiting[: self.at_once], say)  # first booted runs first
+                waiting.remove(session)
+                run = run_group(session, say)
+                timings[f"server_start:{run.profile_group.name}"] = round(run.startup_s, 2)
+                timings[f"group:{run.profile_group.name}"] = round(run.wall_s, 2)
+                groups.append(run)
+        finally:
+            self.stop()
+        groups.sort(key=lambda run: plan.groups.index(run.profile_group))  # profile order
+        started = time.monotonic()
+        say("judging parity against the HF transformers fp32 greedy reference")
+        with ticking(say, "HF reference: finishing and judging"):
+            scenarios, group_verdicts = judge(groups, self.reference.result(), plan.budgets,
+                                              mode=plan.profile.parity,
+                                              tolerance=plan.profile.tolerance,
+                                              default_runner=plan.profile.runner)
+        timings["reference_after_servers"] = round(time.monotonic() - started, 2)
+        timings["serve_level"] = round(time.monotonic() - self.started, 2)
+        return CheckResult(
+            env=self.env,
+            profile=plan.profile.to_json(),
+            model=self.model.to_json(),
+            scenarios=scenarios,
+            groups=group_verdicts,
+            timings=timings,
+            rehearsal=None if plan.rehearsal is None else plan.rehearsal.to_json(plan.budgets),
+        )

@@ -155,7 +155,7 @@ class GroupSession:
         if self._stopped:
             return self.result
         self._stopped = True
-        if self.server.alive():
+        if self.server.alive() and self.context is not None:  # a boot cut short has no steps
             self.result.unattributed += self._new_steps()
         self.server.stop()
         if self._started:

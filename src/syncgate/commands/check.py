@@ -6,16 +6,17 @@ import argparse
 import gc
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from syncgate.check import (
     CheckResult,
     Plan,
+    ServeLevel,
     env_header,
     failure_lines,
     make_plan,
     resolve_model,
-    run_check,
 )
 from syncgate.check.levels import (
     FAIL,
@@ -43,6 +44,8 @@ from syncgate.lifeline import signals_as_interrupt
 from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from syncgate.progress import make_say, ticking
 from syncgate.serve.scenarios import SCENARIOS
+
+T = TypeVar("T")
 
 HELP = ("run every level that can run here (scan, unit, serve) on a vLLM or vllm-ascend tree: "
         "one verdict")
@@ -108,18 +111,29 @@ def run(args: argparse.Namespace) -> int:
             "its verdict is not a device verdict")
     blocker = serve_blocker(plan.stack) if "serve" in selected else None
     with signals_as_interrupt():
-        levels = run_before_serve(selected, sources, plan.profile.device, plan.budgets, say)
-        result = None
-        if "serve" in selected:
-            if blocker is not None:
-                levels.append(skipped("serve", blocker))
-            elif stops_serve(levels, args.keep_going):
-                levels.append(not_run("serve", levels))
-            else:
-                serve_started = time.monotonic()
-                result = _serve(plan, env, say, started)
-                levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
-                                           duration_s=time.monotonic() - serve_started))
+        levels = run_before_serve([lv for lv in selected if lv == "scan"], sources,
+                                  plan.profile.device, plan.budgets, say)
+        # the servers boot while the unit level runs (a boot is imports, one core each); the
+        # scan (seconds) goes first so a failing scan starts none; a failing unit level stops them
+        serve = (_start_serve(plan, env, say) if "serve" in selected and blocker is None
+                 and not stops_serve(levels, args.keep_going) else None)
+        try:
+            levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
+                                       plan.profile.device, plan.budgets, say)
+            result = None
+            if "serve" in selected:
+                if blocker is not None:
+                    levels.append(skipped("serve", blocker))
+                elif stops_serve(levels, args.keep_going):
+                    levels.append(not_run("serve", levels))
+                else:
+                    assert serve is not None
+                    result = _serve(serve, say, started)
+                    levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
+                                               duration_s=time.monotonic() - serve[0].started))
+        finally:
+            if serve is not None:
+                serve[0].stop()
     if result is not None:
         result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
                                                for lv in levels}}
@@ -143,20 +157,31 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict else EXIT_GATE_FAILED
 
 
-def _serve(plan: Plan, env: dict[str, Any], say: Say, started: float) -> CheckResult:
-    """The serve level: the model, then the servers of every group, judged."""
+def _start_serve(plan: Plan, env: dict[str, Any], say: Say) -> tuple[ServeLevel, float]:
+    """The serve level's start: the model, then the reference and the servers booting."""
     say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
-    model_started = time.monotonic()  # the levels before serve are timed on their own
+    model_started = time.monotonic()
     with ticking(say, "model: preparing"):
         model, reused = resolve_model(plan)
     model_s = time.monotonic() - model_started
     say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
-    try:
-        result = run_check(plan, model, env, say)
-    except ServerError as exc:
-        for line in getattr(exc, "log_tail", ()):  # the server's last words, then the error
-            print(f"  | {line}", file=sys.stderr)
-        raise
+    return _server_errors(lambda: ServeLevel(plan, model, env, say)), model_s
+
+
+def _serve(serve: tuple[ServeLevel, float], say: Say, started: float) -> CheckResult:
+    """The serve level's end: every group run, judged."""
+    level, model_s = serve
+    result = _server_errors(level.finish)
     result.timings = {"model": round(model_s, 2), **result.timings,
                       "total": round(time.monotonic() - started, 2)}
     return result
+
+
+def _server_errors(call: Callable[[], T]) -> T:
+    """A server that died: its last log lines on stderr, then the one-line error."""
+    try:
+        return call()
+    except ServerError as exc:
+        for line in getattr(exc, "log_tail", ()):
+            print(f"  | {line}", file=sys.stderr)
+        raise
