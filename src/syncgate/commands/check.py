@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         serve = (_start_serve(plan, env, say) if "serve" in selected and blocker is None
                  and not stops_serve(levels, args.keep_going) else None)
         try:
-            levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
-                                       plan.profile.device, plan.budgets, say)
+            with ticking(say, "unit: running"):
+                levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
+                                           plan.profile.device, plan.budgets, say)
             result = None
             if "serve" in selected:
                 if blocker is not None:
