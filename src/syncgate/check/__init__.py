@@ -67,7 +67,8 @@ class ServeLevel:
     """The serve level under way: from construction the HF reference warms up in a background
     thread and the first :func:`servers_at_once` servers boot, so both overlap whatever runs
     meanwhile (the scan and unit levels). :meth:`finish` runs the groups, whichever server is
-    ready first, and judges; :meth:`stop` ends every server (abandoned, or finished)."""
+    ready first, and judges; :meth:`stop` ends every server and the reference warm-up (abandoned,
+    or finished)."""
 
     def __init__(self, plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> None:
         self.plan, self.model, self.env, self.say = plan, model, env, say
@@ -92,6 +93,7 @@ class ServeLevel:
     def stop(self) -> None:
         for session in self.sessions:
             session.stop()
+        self.reference.close()
 
     def finish(self) -> CheckResult:
         plan, say = self.plan, self.say

@@ -108,9 +108,14 @@ class WarmReference:
         except BaseException as exc:  # handed to the caller of result()
             self._error = exc
 
-    def result(self) -> HFReference:
+    def close(self) -> None:
+        """Stop the warm-up and wait for the thread: a process that exits while it is still inside
+        torch's native code (an import, a forward) aborts instead of exiting with its own code."""
         self._stop.set()
         self._thread.join()
+
+    def result(self) -> HFReference:
+        self.close()
         if self._error is not None:
             raise self._error
         assert self._reference is not None
