@@ -43,6 +43,14 @@ class ProfileError(ConfigError):
     """A device profile TOML file is invalid."""
 
 
+class BaselineError(ConfigError):
+    """A scan baseline file cannot be read or is not one (``syncgate scan --baseline``)."""
+
+
+class SettingsError(ConfigError):
+    """``[tool.syncgate]`` in a scanned tree's pyproject.toml is invalid."""
+
+
 class SimulatorError(SyncgateError):
     """The simulated accelerator was used wrongly (outside its context, nested, ...)."""
 

@@ -8,13 +8,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from syncgate.audit.budgets import AllowRule, builtin_budget_path, load_budgets
+from syncgate.ci_summary import append_summary, summary_path
 from syncgate.commands.flags import deprecation
-from syncgate.profiles import DEVICES, load_profile
+from syncgate.errors import EXIT_OK
+from syncgate.profiles import DEVICES
 from syncgate.reportfiles import write_all
-from syncgate.scan.callgraph import scan
-from syncgate.scan.report import FORMATS, to_text
+from syncgate.scan.project import ProjectScan, ScanRequest, scan_project
+from syncgate.scan.report import FORMATS, to_github, to_json, to_markdown, to_sarif, to_text
 from syncgate.scan.sources import FileBudget
+from syncgate.scan.terminal import Counts, use_colour
 
 HELP = "statically scan runner sources for syncs reachable from per-step entry points"
 
@@ -31,21 +33,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--entry", action="append", default=[], metavar="CLASS.METHOD",
         help="entry point (repeatable; 'method' alone means every runner class); "
-        "default: the per-step methods in syncgate/scan/defaults.toml",
+        "default: [tool.syncgate] entry, else the per-step methods in syncgate/scan/defaults.toml",
     )
     parser.add_argument("--budget", metavar="FILE",
-                        help="budget TOML whose non-speculative allow-lists apply (default: the "
-                        "budget of --profile, else of --device)")
-    parser.add_argument("--device", choices=DEVICES, default="cuda",
-                        help="device profile whose built-in budget's allow-lists apply; the scan "
-                        "reads code written for that device, whatever this machine has")
+                        help="budget TOML whose non-speculative allow-lists apply; it may "
+                        "extend a built-in one (extends = \"cuda\") (default: [tool.syncgate] "
+                        "budget, else the built-in budget of --device)")
+    parser.add_argument("--device", choices=DEVICES, default=None,
+                        help="device whose built-in budget's allow-lists apply; the scan reads "
+                        "code written for a device, whatever this machine has (default: "
+                        "[tool.syncgate] device, else npu for a vllm_ascend tree, else cuda)")
     parser.add_argument("--profile", metavar="FILE",
                         help="profile TOML whose budget file's allow-lists apply")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="known findings (from --write-baseline): listed, not failing; new "
+                        "ones still fail (default: [tool.syncgate] baseline, else none)")
+    parser.add_argument("--write-baseline", metavar="FILE",
+                        help="record every failing site as known in FILE and exit 0")
+    parser.add_argument("--patterns", metavar="FILE",
+                        help="the scan's patterns TOML: entry classes and methods, guards "
+                        "(default: [tool.syncgate] patterns, else syncgate/scan/defaults.toml)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text",
                         help="report format")
     parser.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
     parser.add_argument("--failing-only", action="store_true",
-                        help="text format: only the syncs that fail the gate")
+                        help="every format: only the syncs that fail the gate (text shows only "
+                        "those unless -v)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="text format: also the guarded, allowed and known sites")
+    parser.add_argument("--github-summary", metavar="FILE", default=None,
+                        help="append a Markdown summary to FILE (default: $GITHUB_STEP_SUMMARY "
+                        "when set, as in a GitHub Actions step)")
     budget = FileBudget()
     parser.add_argument("--max-file-bytes", type=_positive(int), default=budget.max_bytes,
                         help="skip (with a warning) a file larger than this (default %(default)s)")
@@ -69,44 +87,59 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    allow = _allow_rules(args.budget, *_profile_or_device(args))
-    result = scan(args.paths, entries=args.entry, allow=allow,
-                  budget=FileBudget(args.max_file_bytes, args.max_file_depth,
-                                    args.max_file_seconds))
+    profile, device = _profile_or_device(args)
+    project = scan_project(ScanRequest(
+        args.paths, args.entry, budget=args.budget, profile=profile, device=device,
+        baseline=args.baseline, write_baseline=args.write_baseline, patterns=args.patterns,
+        file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds)))
+    result = project.result
     for warning in result.warnings:
         print(f"syncgate scan: warning: {warning}", file=sys.stderr)
     for problem in result.problems:
         print(f"syncgate scan: warning: {problem.file}: {problem.reason}", file=sys.stderr)
     for skipped in result.skipped:
         print(f"syncgate scan: skipped {skipped.file}: {skipped.reason}", file=sys.stderr)
-    if args.format == "text":
-        report = to_text(result, show_guarded=not args.failing_only)
-    else:
-        report = FORMATS[args.format](result)
+    for entry in project.fixed:
+        print(f"syncgate scan: fixed since the baseline: {entry['file']} {entry['qualname']} "
+              f"{entry['kind']} {entry['api']}", file=sys.stderr)
+    if project.baseline_written is not None:
+        print(f"syncgate scan: wrote {project.baseline_written} known failing site(s) to "
+              f"{args.write_baseline}", file=sys.stderr)
+        return EXIT_OK
+    job_summary = summary_path(args.github_summary)
+    if job_summary is not None:
+        append_summary(job_summary, to_markdown(result))
+    report = _render(args, project)
     if args.output:
         output = Path(args.output)
         write_all(output.parent, {output.name: report + "\n"})
+        print(f"syncgate scan: wrote {args.output} ({Counts.of(result).line()})", file=sys.stderr)
     else:
         sys.stdout.write(report + "\n")
     return result.exit_code
 
 
-def _profile_or_device(args: argparse.Namespace) -> tuple[str | None, str]:
+def _render(args: argparse.Namespace, project: ProjectScan) -> str:
+    result, settings = project.result, project.settings
+    if args.format == "json":
+        where = None if settings.source is None else {"source": str(settings.source),
+                                                       "values": settings.values}
+        return to_json(result, failing_only=args.failing_only, settings=where, device=project.device)
+    if args.format == "sarif":
+        return to_sarif(result, failing_only=args.failing_only, device=project.device)
+    if args.format == "github":
+        return to_github(result, device=project.device)
+    header = [settings.header()] if settings.source is not None else []
+    return to_text(result, failing_only=args.failing_only, verbose=args.verbose,
+                   colour=not args.output and use_colour(sys.stdout),
+                   header=[*header, f"budget: {project.budget}"] if args.verbose else header,
+                   device=project.device)
+
+
+def _profile_or_device(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """``--profile cuda`` (a device name, as before 0.1.1) is ``--device cuda``, with a warning."""
     if args.profile in DEVICES and not Path(args.profile).exists():
         print(deprecation("syncgate scan", f"--profile {args.profile}", f"--device {args.profile}"),
               file=sys.stderr)
         return None, args.profile
     return args.profile, args.device
-
-
-def _allow_rules(budget: str | None, profile: str | None, device: str) -> list[AllowRule]:
-    """Allow rules of the non-speculative budgets: the scan protects the non-speculative loop."""
-    # an unknown --profile is a ProfileError (exit 2), not a warning and a gate without allow-list
-    if budget is not None:
-        path = Path(budget)
-    elif profile is not None:
-        path = load_profile(profile).budget_file
-    else:
-        path = builtin_budget_path(device)
-    return list(load_budgets(path).all_allow_rules(speculation=False))

@@ -1,18 +1,24 @@
-"""Scan results for people (text grouped by entry point) and for CI (JSON, SARIF, GitHub).
+"""Scan results for people (text: :mod:`syncgate.scan.terminal`) and for CI (JSON, SARIF, GitHub).
 
 The JSON is a contract: ``findings[]`` always carries ``file, line, qualname, kind, api, guard,
-entry, path``; more keys may be added, none removed or renamed.
+entry, path``; more keys may be added, none removed or renamed. Counting is by site first
+(``sites``, ``failing_sites``), site x entry pairs second (``pairs``, ``failing_pairs``; the older
+``findings`` and ``failing`` are the same pair counts). ``failing_only`` keeps only the findings
+that fail the gate in every format; the summary still describes the whole scan.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from itertools import groupby
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from syncgate import __version__
 from syncgate.audit.events import SyncKind
+from syncgate.ci_summary import md_cell
+from syncgate.fixhints import fix_line
 from syncgate.scan.callgraph import Finding, ScanResult
+from syncgate.scan.terminal import Counts, sites, to_terminal
 from syncgate.workflow_commands import workflow_command
 
 SCHEMA_VERSION = 1
@@ -26,20 +32,36 @@ _RULE_TEXT = {
 }
 
 
-def to_json(result: ScanResult) -> str:
+def _shown(result: ScanResult, failing_only: bool) -> list[Finding]:
+    return result.failing if failing_only else result.findings
+
+
+def fix_text(finding: Finding, device: str = "<device>") -> str:
+    """The fix of a failing finding, one line (JSON ``fix``, SARIF and GitHub messages)."""
+    return fix_line(finding.symbol, finding.kind, inline=True, device=device)
+
+
+def to_json(result: ScanResult, *, failing_only: bool = False,
+            settings: dict[str, Any] | None = None, device: str = "<device>") -> str:
+    counts = Counts.of(result)
     data = {
         "schema": SCHEMA_VERSION,
         "tool": f"syncgate {__version__}",
-        "findings": [f.to_json() for f in result.findings],
+        "findings": [f.to_json() | ({"fix": fix_text(f, device)} if f.gates else {})
+                     for f in _shown(result, failing_only)],
         "summary": {
             "files": result.files,
             "lines": result.lines,
-            "findings": len(result.findings),  # site x entry pairs
-            "failing": len(result.failing),  # site x entry pairs that fail the gate
-            "sites": len({(f.file, f.line) for f in result.findings}),
-            "failing_sites": len({(f.file, f.line) for f in result.failing}),
+            "counting": "sites",  # sites first; pairs = site x entry point
+            "sites": counts.sites,
+            "failing_sites": counts.failing_sites,
+            "pairs": counts.pairs,
+            "failing_pairs": counts.failing_pairs,
+            "findings": counts.pairs,  # site x entry pairs (as before)
+            "failing": counts.failing_pairs,  # site x entry pairs that fail the gate (as before)
             "by_guard": _count(result.findings, lambda f: f.guard),
         },
+        "settings": settings,
         "entries": result.entries,
         "problems": [{"file": p.file, "reason": p.reason} for p in result.problems],
         "skipped": [{"file": p.file, "reason": p.reason} for p in result.skipped],
@@ -48,16 +70,17 @@ def to_json(result: ScanResult) -> str:
     return json.dumps(data, indent=2)
 
 
-def to_sarif(result: ScanResult) -> str:
+def to_sarif(result: ScanResult, *, failing_only: bool = False, device: str = "<device>") -> str:
     rules = [
         {"id": kind.value, "shortDescription": {"text": text}} for kind, text in _RULE_TEXT.items()
     ]
     results = []
-    for finding in result.findings:
+    for finding in _shown(result, failing_only):
+        text = _message(finding) + (f"; {fix_text(finding, device)}" if finding.gates else "")
         results.append({
             "ruleId": finding.kind,
             "level": "error" if finding.gates else "note",
-            "message": {"text": _message(finding)},
+            "message": {"text": text},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": finding.file},
@@ -79,52 +102,46 @@ def to_sarif(result: ScanResult) -> str:
     return json.dumps(sarif, indent=2)
 
 
-def to_github(result: ScanResult) -> str:
-    """Workflow commands: ``::error`` for gate failures, ``::notice`` for guarded sites."""
+def to_github(result: ScanResult, *, device: str = "<device>") -> str:
+    """One ``::error`` per failing call site (with its entry points and fix), then one summary
+    line. Nothing for guarded sites: GitHub shows about 10 annotations per step."""
     lines = []
-    for finding in result.findings:
-        lines.append(workflow_command("error" if finding.gates else "notice", _message(finding),
-                                      file=finding.file, line=finding.line,
-                                      title=f"syncgate scan: {finding.kind}"))
+    for site in sites(result.failing):
+        first = site.first
+        message = (f"{first.api} ({first.kind}) in {first.qualname}, reachable from "
+                   f"{', '.join(site.entries)}; {fix_text(first, device)}")
+        lines.append(workflow_command("error", message, file=first.file, line=first.line,
+                                      title=f"syncgate scan: {first.kind}"))
     for problem in result.problems:
         lines.append(workflow_command("warning", "not scanned: " + problem.reason,
                                       file=problem.file))
+    lines.append(f"syncgate scan: {Counts.of(result).line()}")
     return "\n".join(lines)
 
 
-def to_text(result: ScanResult, show_guarded: bool = True) -> str:
-    """Findings grouped by entry point, each with its code line, guard and call path."""
-    out: list[str] = []
-    shown = [f for f in result.findings if show_guarded or f.gates]
-    for entry, group in groupby(sorted(shown, key=lambda f: (f.entry, f.runner)),
-                                key=lambda f: (f.entry, f.runner)):
-        name, runner = entry
-        out.append(f"{name}  ({runner.rpartition(':')[0]})")
-        for finding in group:
-            mark = "FAIL" if finding.gates else "ok  "
-            out.append(f"  {mark} {finding.file}:{finding.line}  {finding.kind}  {finding.api}"
-                       f"  [guard: {finding.guard}]")
-            out.append(f"         {finding.code}")
-            out.append(f"         path: {' -> '.join(finding.path)}")
-            for condition in finding.conditions:
-                out.append(f"         when: {condition}")
-            if finding.reason:
-                label = "allowed" if finding.guard == "allowed" else "note"
-                out.append(f"         {label}: {finding.reason}")
-        out.append("")
-    unique = {(f.file, f.line) for f in result.failing}
-    sites = {(f.file, f.line) for f in result.findings}
-    out.append(
-        f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points: "
-        f"{len(result.findings)} findings (site x entry pairs) at {len(sites)} sites, "
-        f"{len(unique)} unguarded sync sites ({'FAIL' if unique else 'ok'})"
-    )
-    for problem in result.problems:
-        out.append(f"not scanned: {problem.file}: {problem.reason}")
-    return "\n".join(out)
+def to_markdown(result: ScanResult) -> str:
+    """The job summary: the counts, then a row per failing site with its entry points."""
+    counts = Counts.of(result)
+    lines = [f"## syncgate scan: {counts.line()}", ""]
+    failing = sites(result.failing)
+    if failing:
+        lines += ["| site | kind | call | entry points |", "|---|---|---|---|"]
+        lines += [f"| `{s.first.file}:{s.first.line}` | {s.first.kind} | `{md_cell(s.first.api)}` | "
+                  f"{md_cell(', '.join(s.entries))} |" for s in failing]
+        lines += ["", "Each failure's fix is in the scan's output and annotations "
+                  "(or allow it: `# syncgate: allow[kind] reason`)."]
+    lines.append(f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points")
+    return "\n".join(lines) + "\n"
 
 
-FORMATS: dict[str, Callable[[ScanResult], str]] = {
+def to_text(result: ScanResult, *, failing_only: bool = False, verbose: bool = False,
+            colour: bool = False, header: Sequence[str] = (), device: str = "<device>") -> str:
+    """The linter-style text (:func:`syncgate.scan.terminal.to_terminal`)."""
+    return to_terminal(result, verbose=verbose and not failing_only, colour=colour, header=header,
+                       device=device)
+
+
+FORMATS: dict[str, Callable[..., str]] = {
     "text": to_text,
     "json": to_json,
     "sarif": to_sarif,
