@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline, write_baseline=args.write_baseline, patterns=args.patterns,
         file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds)))
     result = project.result
+    if project.settings.source is not None and args.format != "text":  # text prints it first
+        print(f"syncgate scan: {project.settings.header()}", file=sys.stderr)
     for warning in result.warnings:
         print(f"syncgate scan: warning: {warning}", file=sys.stderr)
     for problem in result.problems:

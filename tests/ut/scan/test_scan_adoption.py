@@ -191,6 +191,8 @@ def test_tool_syncgate_in_pyproject_is_found_and_printed(tree):
     assert "FAIL: 1 failing site(s) of 3" in done.stdout  # the extended budget allowed line 14
     report = json.loads(scan(str(tree / "worker"), "--format", "json", cwd=tree.parent).stdout)
     assert report["settings"] == {"source": str(tree / "pyproject.toml"), "values": {"budget": "budget.toml"}}
+    github = scan(str(tree / "worker"), "--format", "github", cwd=tree.parent)
+    assert github.stderr.startswith(f"syncgate scan: settings: {tree / 'pyproject.toml'} [tool.syncgate]")
     flag = scan(str(tree / "worker"), "--budget", str(tree / "budget.toml"), "--device", "cuda",
                 cwd=tree.parent)
     assert "FAIL: 1 failing site(s)" in flag.stdout
