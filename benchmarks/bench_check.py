@@ -23,35 +23,23 @@ Run: .venv/bin/python benchmarks/bench_check.py [--before REV] [--sides before,a
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from _revision import before_tree
 from _table import emit
 from syncgate.check.compare import report_differences
 from syncgate.models import ensure_model, load_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
 BEFORE = "9d3ec16"  # the serve level before issue 15 (servers one ahead, no --quick)
 TARGETS_S = {"full": 120.0, "quick": 60.0}
-
-
-def before_tree(rev: str, into: Path) -> Path:
-    done = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/syncgate"],
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"git archive {rev}: {done.stderr.decode().strip().splitlines()[-1]}")
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def side_cache(model: Path, into: Path) -> Path:

@@ -16,15 +16,14 @@ Run: .venv/bin/python benchmarks/bench_journal_memory.py [--steps 100000] [--bef
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
+from _revision import before_tree
 from _table import emit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,17 +77,6 @@ print(json.dumps({"syncgate": syncgate.__file__, "rss_start": start, "rss_end": 
                   "rss_peak": rss("VmHWM"), "steps_kept": kept, "journal_bytes": journal,
                   "elapsed_s": elapsed}))
 """
-
-
-def before_tree(rev: str, into: Path) -> Path:
-    """src/ of ``rev``, unpacked under ``into``; the one-line error says what git refused."""
-    done = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/syncgate"],
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"git archive {rev}: {done.stderr.decode().strip().splitlines()[-1]}")
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def measure(src: Path, steps: int) -> dict[str, object]:

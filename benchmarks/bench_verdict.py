@@ -18,15 +18,14 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
+
+from _revision import before_tree
 
 STEPS = 100_000
 ROUNDS = 5
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def measure() -> dict[str, float]:
@@ -60,12 +59,9 @@ def measure() -> dict[str, float]:
 
 def _measure_at(rev: str) -> dict[str, float]:
     """``measure`` run against the package of ``rev`` (extracted with git archive)."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/syncgate"],
-                             check=True, capture_output=True).stdout
     with tempfile.TemporaryDirectory(prefix="syncgate-bench-") as tmp:
-        with tarfile.open(fileobj=BytesIO(archive)) as tar:
-            tar.extractall(tmp, filter="data")
-        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        src = before_tree(rev, Path(tmp))
+        env = {**os.environ, "PYTHONPATH": str(src)}
         out = subprocess.run([sys.executable, __file__, "--json"], check=True, env=env,
                              capture_output=True, text=True).stdout
     return json.loads(out)
