@@ -195,10 +195,6 @@ class Clock:
     def host_time(self) -> float:
         return self.thread().time
 
-    def advance_host(self, seconds: float) -> None:
-        """Host-side work (Python between launches) takes time too."""
-        self.thread().time += seconds
-
     def horizon(self) -> float:
         return min((t.time for t in self.threads), default=0.0)
 
