@@ -45,7 +45,7 @@ def test_check_progress_through_a_pipe_has_no_carriage_return(tmp_path):
     """The real CLI, stderr a pipe: every progress line is a line (scan level only, no server)."""
     done = subprocess.run(
         [sys.executable, "-m", "syncgate.cli", "check", "--levels", "scan",
-         "--report", str(tmp_path / "r")],
+         "--report-dir", str(tmp_path / "r")],
         capture_output=True, text=False, timeout=300,
     )
     assert b"\r" not in done.stderr
@@ -53,7 +53,7 @@ def test_check_progress_through_a_pipe_has_no_carriage_return(tmp_path):
     assert [line for line in done.stderr.splitlines() if line.startswith(b"[")]
     quiet = subprocess.run(
         [sys.executable, "-m", "syncgate.cli", "check", "--levels", "scan", "--quiet",
-         "--report", str(tmp_path / "q")],
+         "--report-dir", str(tmp_path / "q")],
         capture_output=True, text=True, timeout=300,
     )
     assert not [line for line in quiet.stderr.splitlines() if line.startswith("[")]
