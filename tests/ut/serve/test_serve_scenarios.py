@@ -3,10 +3,11 @@
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from syncgate.serve.client import OpenAIClient
+from syncgate.serve.client import Completion, OpenAIClient
 from syncgate.serve.scenarios import (
     CONCURRENCY,
     LONG_BASE,
+    PREEMPTION_ROUNDS,
     SCENARIOS,
     SHORT_BASE,
     Context,
@@ -66,3 +67,44 @@ def test_metric_sums_a_counter_over_label_sets():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+class _CountingServer:
+    """A stand-in client whose preemption counter moves after a given number of rounds."""
+
+    def __init__(self, preempting_round):
+        self.calls = 0
+        self.preempting_round = preempting_round
+
+    def complete(self, prompt, max_tokens):
+        self.calls += 1
+        return Completion([1, 2], [3] * max_tokens, "x", "length")
+
+    def preemptions(self):
+        rounds = self.calls // CONCURRENCY
+        return 2.0 if self.preempting_round and rounds >= self.preempting_round else 0.0
+
+
+def _preemption_context(server):
+    _, long = load_prompts()
+    ctx = Context(server, [], long)
+    ctx.metric = lambda name: server.preemptions()
+    return ctx
+
+
+def test_preemption_sends_the_round_again_until_the_counter_moves():
+    server = _CountingServer(preempting_round=3)
+    outcome = SCENARIOS["preemption"].run(_preemption_context(server))
+    assert outcome.problems == []
+    assert outcome.notes == ["2 preemptions in 3 round(s)"]
+    assert len(outcome.generations) == 3 * CONCURRENCY
+    assert outcome.generations[0].label == "long[0]"
+    assert outcome.generations[-1].label == f"long(round 3)[{CONCURRENCY - 1}]"
+
+
+def test_preemption_fails_when_no_round_preempts():
+    server = _CountingServer(preempting_round=None)
+    outcome = SCENARIOS["preemption"].run(_preemption_context(server))
+    assert outcome.problems == [f"no request was preempted in {PREEMPTION_ROUNDS} rounds: the KV "
+                                "cache is not small enough"]
+    assert server.calls == PREEMPTION_ROUNDS * CONCURRENCY
