@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from syncgate.errors import ScanError
 from syncgate.safeio import TooLarge, read_regular
@@ -343,18 +344,26 @@ def _depth(tree: ast.AST) -> int:
     return deepest
 
 
-def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Module-level imports, also those under ``if TYPE_CHECKING:`` and ``try:``."""
+def _conditional(body: list[ast.stmt], kinds: tuple[type, ...], *,
+                 handlers: bool) -> list[ast.stmt]:
+    """Statements of ``kinds`` in ``body``, also those under ``if ...:`` and ``try:`` blocks (and
+    their ``except`` handlers when ``handlers``), in source order."""
     found: list[ast.stmt] = []
     for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        if isinstance(node, kinds):
             found.append(node)
         elif isinstance(node, ast.If | ast.Try):
-            for block in (node.body, node.orelse, getattr(node, "finalbody", [])):
-                found.extend(_imports(block))
-            for handler in getattr(node, "handlers", []):
-                found.extend(_imports(handler.body))
+            blocks = [node.body, node.orelse, getattr(node, "finalbody", [])]
+            if handlers:
+                blocks += [h.body for h in getattr(node, "handlers", [])]
+            for block in blocks:
+                found.extend(_conditional(block, kinds, handlers=handlers))
     return found
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level imports, also those under ``if TYPE_CHECKING:`` and ``try:``."""
+    return _conditional(body, (ast.Import, ast.ImportFrom), handlers=True)
 
 
 def _absolute(node: ast.ImportFrom, package: str) -> str:
@@ -394,14 +403,8 @@ def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
     """Methods of a class body, also those under a class-level ``if vllm_version_is(...):`` or
     ``try:`` (vllm-ascend defines version-specific methods that way): a plain redefinition
     replaces a method as in Python, of conditional alternatives the first one is taken."""
-    found: list[FunctionNode] = []
-    for item in body:
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-            found.append(item)
-        elif isinstance(item, ast.If | ast.Try):
-            for block in (item.body, item.orelse, getattr(item, "finalbody", [])):
-                found.extend(_class_functions(block))
-    return found
+    methods = _conditional(body, (ast.FunctionDef, ast.AsyncFunctionDef), handlers=False)
+    return cast(list[FunctionNode], methods)
 
 
 def dotted(node: ast.expr) -> str:
