@@ -23,13 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _table import emit
-from syncgate.audit.journal import ENV_AUDIT_DIR, journal_paths
-from syncgate.models import ensure_model, load_recipe
-from syncgate.profiles import builtin_profile_path, load_profile
-from syncgate.serve.client import OpenAIClient
-from syncgate.serve.process import tree_rss
-from syncgate.serve.scenarios import load_prompts
-from syncgate.serve.vllm import SERVED_MODEL_NAME, vllm_server
+from vllm_syncgate.audit.journal import ENV_AUDIT_DIR, journal_paths
+from vllm_syncgate.models import ensure_model, load_recipe
+from vllm_syncgate.profiles import builtin_profile_path, load_profile
+from vllm_syncgate.serve.client import OpenAIClient
+from vllm_syncgate.serve.process import tree_rss
+from vllm_syncgate.serve.scenarios import load_prompts
+from vllm_syncgate.serve.vllm import SERVED_MODEL_NAME, vllm_server
 
 BLOCK, IN_FLIGHT, TOKENS = 25, 8, 32
 RSS_TARGET = 4 * 2**30

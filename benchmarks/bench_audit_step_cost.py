@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 from _table import emit
-from syncgate.audit.backends.session import LiveAudit
-from syncgate.audit.collect import load_audit_dir
-from syncgate.audit.journal import journal_paths
+from vllm_syncgate.audit.backends.session import LiveAudit
+from vllm_syncgate.audit.collect import load_audit_dir
+from vllm_syncgate.audit.journal import journal_paths
 
 REQS = 16
 RECORDED = Path(__file__).parents[1] / "tests" / "data" / "audit" / "live-cpu-spec-off"

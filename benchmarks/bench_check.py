@@ -35,8 +35,8 @@ from typing import Any
 
 from _revision import before_tree
 from _table import emit
-from syncgate.check.compare import report_differences
-from syncgate.models import ensure_model, load_recipe
+from vllm_syncgate.check.compare import report_differences
+from vllm_syncgate.models import ensure_model, load_recipe
 
 BEFORE = "9d3ec16"  # the serve level before issue 15 (servers one ahead, no --quick)
 TARGETS_S = {"full": 120.0, "quick": 60.0}
@@ -54,7 +54,7 @@ AFTER_ARGS = {"full": ["--levels", "serve"], "quick": ["--quick"], "all": []}
 def one_run(label: str, src: Path | None, cache: Path, report: Path, kind: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCGATE_")}
     env["SYNCGATE_CACHE_DIR"] = str(cache)
-    argv = [sys.executable, "-m", "syncgate.cli", "check", "--device", "cpu",
+    argv = [sys.executable, "-m", "vllm_syncgate.cli", "check", "--device", "cpu",
             "--report", str(report)]
     if src is not None:
         env["PYTHONPATH"] = str(src)

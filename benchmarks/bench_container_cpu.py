@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 from _table import RESULTS, emit
-from syncgate.containers.local_docker import Engine
+from vllm_syncgate.containers.local_docker import Engine
 
 REPO = Path(__file__).resolve().parents[1]
 TAG = "syncgate-cpu:local"

@@ -3,7 +3,7 @@
 1. Overhead: 1,000 decode steps of vLLM's real ``GPUModelRunner._to_list`` on the simulated
    device vs the same method on plain CPU tensors (with no-op events, as vLLM's CPU runner has),
    alternating the two in rounds so machine noise hits both; ratio of medians.
-2. vLLM issue #22754 as an H200 measured it (``syncgate/calibrate/h200.toml``): both tables, the
+2. vLLM issue #22754 as an H200 measured it (``vllm_syncgate/calibrate/h200.toml``): both tables, the
    reading thread's host-blocked ms (§2a) and another thread's copy latency (§2b), simulated with
    the same parameters and printed next to the measurement; target max(1 ms, 15 %) per cell.
 
@@ -20,12 +20,12 @@ import torch
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from _table import emit
-from syncgate.audit import StepKind
-from syncgate.calibrate import physics
-from syncgate.calibrate.agreement import recorded_h200
-from syncgate.fakedev import simulated_accelerator
-from syncgate.fakedev.streams import calibration_sources
-from syncgate.probes.to_list import to_list_state
+from vllm_syncgate.audit import StepKind
+from vllm_syncgate.calibrate import physics
+from vllm_syncgate.calibrate.agreement import recorded_h200
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.fakedev.streams import calibration_sources
+from vllm_syncgate.probes.to_list import to_list_state
 
 STEPS = 1000
 ROUNDS = 5

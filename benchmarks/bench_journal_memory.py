@@ -34,9 +34,9 @@ GROWTH_TARGET_MIB = 4.0  # after: 100k steps may not add more than allocator noi
 CHILD = r"""
 import gc, json, sys, tempfile, time
 from pathlib import Path
-import syncgate
-from syncgate.audit.backends.session import LiveAudit
-from syncgate.audit.events import CallSite, StepKind, SyncKind
+import vllm_syncgate
+from vllm_syncgate.audit.backends.session import LiveAudit
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncKind
 
 steps, warmup = int(sys.argv[1]), int(sys.argv[2])
 to_list = CallSite("gpu_model_runner.py", 2210, "_to_list", "vllm.v1.worker.gpu_model_runner",
@@ -73,7 +73,7 @@ with tempfile.TemporaryDirectory() as tmp:
     kept = len(audit.ledger.steps)
     audit.stop()
     journal = sum(p.stat().st_size for p in Path(tmp).iterdir())
-print(json.dumps({"syncgate": syncgate.__file__, "rss_start": start, "rss_end": end,
+print(json.dumps({"syncgate": vllm_syncgate.__file__, "rss_start": start, "rss_end": end,
                   "rss_peak": rss("VmHWM"), "steps_kept": kept, "journal_bytes": journal,
                   "elapsed_s": elapsed}))
 """

@@ -26,7 +26,7 @@ from pathlib import Path
 from _table import emit
 
 RSS_TARGET_MB = 100
-SYNCGATE = [sys.executable, "-m", "syncgate.cli"]
+SYNCGATE = [sys.executable, "-m", "vllm_syncgate.cli"]
 
 
 def big_pytest_log(path: Path, size: int) -> int:

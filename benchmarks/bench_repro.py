@@ -35,7 +35,7 @@ TARGET = "case_slow.py::test_sleeps"
 
 PARSE_SCRIPT = r"""
 import resource, sys, time
-from syncgate.repro.logs import parse_log
+from vllm_syncgate.repro.logs import parse_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start, cpu = time.perf_counter(), time.process_time()
 log = parse_log(sys.argv[1])
@@ -44,14 +44,14 @@ print(len(log.failures), log.tests_seen, elapsed,
       (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, cpu)
 """
 
-# The rerun side, timed inside one process that imports only syncgate.repro: the xdist session
+# The rerun side, timed inside one process that imports only vllm_syncgate.repro: the xdist session
 # that validates and reruns, exactly what `syncgate repro` does after parsing.
 RERUN_SCRIPT = r"""
 import sys, time
 from pathlib import Path
-from syncgate.repro.reproduce import RerunConfig, reproduce
-from syncgate.repro.logs import parse_log
-from syncgate.repro.runner import LocalRunner
+from vllm_syncgate.repro.reproduce import RerunConfig, reproduce
+from vllm_syncgate.repro.logs import parse_log
+from vllm_syncgate.repro.runner import LocalRunner
 log = parse_log(sys.argv[1])
 start = time.perf_counter()
 verdicts = reproduce(log, LocalRunner(Path.cwd()),

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from _table import emit
-from syncgate.scan.callgraph import scan
-from syncgate.scan.corpus import evaluate, load_corpus, ratio, source_root, totals
+from vllm_syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.corpus import evaluate, load_corpus, ratio, source_root, totals
 
 CORPUS = Path(__file__).parents[1] / "tests" / "data" / "scan-corpus" / "labels.toml"
 SPEED_RELEASE = "vllm 0.32.0"

@@ -7,7 +7,7 @@ speculation):
 - ``loop``: the runner's own ``_update_seq_lens_cpu`` (default: the after-fix fixture tree; any
   vllm-ascend tree at or after #13382 with ``--source``), loaded by the harness and bound to a
   fake self holding the same torch/NumPy buffers as upstream;
-- ``vectorized``: ``syncgate.npu.update_seq_lens_cpu`` on the same buffers, including the cost of
+- ``vectorized``: ``vllm_syncgate.npu.update_seq_lens_cpu`` on the same buffers, including the cost of
   turning the cached request ids into slots (``idx_mapping_np`` and the scheduled-token counts
   already exist in ``prepare_inputs``, so they are built outside the timing).
 
@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from _table import emit
-from syncgate.fakedev import simulated_accelerator
-from syncgate.npu import update_seq_lens_cpu
-from syncgate.npu.harness import AscendSource, bind, load_runner_class
-from syncgate.npu.parent import SimulatedGPUModelRunner
-from syncgate.npu.state import CachedRequests, RunnerSpec, SchedulerStep, runner_state
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.npu import update_seq_lens_cpu
+from vllm_syncgate.npu.harness import AscendSource, bind, load_runner_class
+from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
+from vllm_syncgate.npu.state import CachedRequests, RunnerSpec, SchedulerStep, runner_state
 
 SIZES = (8, 64, 256, 1024)
 AFTER_FIX = Path(__file__).resolve().parents[1] / "tests" / "data" / "npu" / "after_fix"

@@ -30,10 +30,10 @@ ROUNDS = 5
 
 def measure() -> dict[str, float]:
     """Best CPU seconds of ``evaluate`` over STEPS steps, with whichever syncgate is importable."""
-    from syncgate.audit.budgets import parse_budgets
-    from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
-    from syncgate.audit.ledger import Step
-    from syncgate.audit.verdict import evaluate
+    from vllm_syncgate.audit.budgets import parse_budgets
+    from vllm_syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
+    from vllm_syncgate.audit.ledger import Step
+    from vllm_syncgate.audit.verdict import evaluate
 
     budget = parse_budgets({"profile": "bench", "budget": [{
         "runner": "v1", "limits": {"default": {"event_sync": 1}},

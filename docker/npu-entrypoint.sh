@@ -11,7 +11,7 @@ done
 # blocks where this runner's device does. It reports and never stops the gate; without an NPU it
 # says so in one line (exit 2).
 if [[ -n ${SYNCGATE_CALIBRATE:-} ]]; then
-  python3 -m syncgate.cli calibrate --device "$SYNCGATE_CALIBRATE" \
+  python3 -m vllm_syncgate.cli calibrate --device "$SYNCGATE_CALIBRATE" \
     --output "${SYNCGATE_REPORT_DIR:-/reports}/calibrate-${SYNCGATE_CALIBRATE}.json" \
     || echo "syncgate-npu-entrypoint: calibrate exited $? (1: simulator disagrees, 2: no device); the gate runs regardless"
 fi

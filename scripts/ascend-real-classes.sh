@@ -22,7 +22,7 @@ if [[ ! -x "$venv/bin/python" || ! -d "$venv/vllm-0.23.0" ]]; then
   exit 2
 fi
 after="$(cd "$1" && pwd)"
-before="$("$venv/bin/python" -c 'from syncgate.upstream_sources import ascend_sdist; print(ascend_sdist("0.23.0.post1"))')"
+before="$("$venv/bin/python" -c 'from vllm_syncgate.upstream_sources import ascend_sdist; print(ascend_sdist("0.23.0.post1"))')"
 mkdir -p "$reports"
 status=0
 run() {  # name expected-exit tree PYTHONPATH-prefix

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from syncgate.audit.budgets import load_budgets
-from syncgate.check.run import GroupRun
-from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
-from syncgate.serve.scenarios import SCENARIOS
+from vllm_syncgate.audit.budgets import load_budgets
+from vllm_syncgate.check.run import GroupRun
+from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
+from vllm_syncgate.serve.scenarios import SCENARIOS
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,8 +29,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
         return
     if serve:
-        from syncgate.check.rehearsal import require_device
-        from syncgate.errors import EnvironmentProblem
+        from vllm_syncgate.check.rehearsal import require_device
+        from vllm_syncgate.errors import EnvironmentProblem
 
         try:
             require_device(config.getoption("--syncgate-device"))
@@ -44,7 +44,7 @@ def _profile(config):
 
 def _rehearsals():
     """Every shipped device profile as rehearsed on the CPU stack (empty where a device is here)."""
-    from syncgate.check.rehearsal import device_problem, rehearse_profile
+    from vllm_syncgate.check.rehearsal import device_problem, rehearse_profile
 
     return {device: rehearse_profile(load_profile(builtin_profile_path(device)))
             for device in DEVICES if device != "cpu" and device_problem(device) is not None}
@@ -124,7 +124,7 @@ def budgets(profile):
 
 @pytest.fixture(scope="session")
 def hf_reference(syncgate_model):
-    from syncgate.parity.reference import HFReference
+    from vllm_syncgate.parity.reference import HFReference
 
     return HFReference(syncgate_model)
 

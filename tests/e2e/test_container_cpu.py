@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.containers.local_docker import Engine
-from syncgate.environment import parse_header
-from syncgate.errors import EnvironmentProblem
+from vllm_syncgate.containers.local_docker import Engine
+from vllm_syncgate.environment import parse_header
+from vllm_syncgate.errors import EnvironmentProblem
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "syncgate-cpu:local"  # compose.yaml's e2e-cpu image

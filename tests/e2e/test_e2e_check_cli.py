@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.check.judge import judge
-from syncgate.check.report import CheckResult, write_reports
-from syncgate.check.run import GroupRun
-from syncgate.serve.scenarios import SCENARIOS
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.report import CheckResult, write_reports
+from vllm_syncgate.check.run import GroupRun
+from vllm_syncgate.serve.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -23,7 +23,7 @@ def _check(args, tmp_path, **env):
     # the serve level only: these tests are about the server, and the scan and unit levels
     # before it (tests/ut/check, tests/ut/commands) would add a minute to each
     return subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--levels", "serve",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve",
          "--report-dir", str(tmp_path / "report"), *args],
         capture_output=True, text=True, timeout=900, env={**os.environ, **env},
     )
@@ -112,7 +112,7 @@ def test_invalid_server_flag_is_a_one_line_exit_2(tmp_path, no_leftovers, profil
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupted_check_leaves_no_process(tmp_path, no_leftovers, syncgate_device, how):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "syncgate.cli", "check", "--levels", "serve", "--device",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve", "--device",
          syncgate_device, "--scenarios", "sequential", "--report-dir", str(tmp_path / "report")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )

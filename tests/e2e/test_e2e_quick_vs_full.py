@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from syncgate.check.compare import report_differences
+from vllm_syncgate.check.compare import report_differences
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 def _report(tmp_path, name, *args):
     report_dir = tmp_path / name
     done = subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--levels", "serve", "--quiet",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve", "--quiet",
          "--report-dir", str(report_dir), *args],
         capture_output=True, text=True, timeout=900, env=dict(os.environ),
     )

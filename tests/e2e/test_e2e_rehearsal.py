@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from syncgate.audit.budgets import load_budgets
-from syncgate.audit.events import LOGPROB_REQS
-from syncgate.audit.ledger import Step
-from syncgate.audit.verdict import evaluate
-from syncgate.check.judge import judge
+from vllm_syncgate.audit.budgets import load_budgets
+from vllm_syncgate.audit.events import LOGPROB_REQS
+from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.audit.verdict import evaluate
+from vllm_syncgate.check.judge import judge
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from syncgate.check.judge import judge
+from vllm_syncgate.check.judge import judge
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -1,8 +1,8 @@
-"""The CI job summary never carries raw terminal escapes from a log (syncgate.ci_summary)."""
+"""The CI job summary never carries raw terminal escapes from a log (vllm_syncgate.ci_summary)."""
 
 from __future__ import annotations
 
-from syncgate.ci_summary import append_summary
+from vllm_syncgate.ci_summary import append_summary
 
 
 def test_escapes_are_shown_not_sent(tmp_path):

@@ -48,7 +48,7 @@ def test_actionlint_catches_a_broken_snippet(tmp_path):
 
 def test_workflow_snippet_uses_real_subcommands_and_flags():
     """Every syncgate command line of the snippet parses with this CLI."""
-    from syncgate.cli import build_parser
+    from vllm_syncgate.cli import build_parser
 
     doc = yaml.safe_load(_workflow_block())
     runs = [step["run"] for job in doc["jobs"].values() for step in job["steps"] if "run" in step]

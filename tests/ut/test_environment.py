@@ -1,6 +1,6 @@
 import pytest
 
-from syncgate.environment import (
+from vllm_syncgate.environment import (
     HEADER_FIELDS,
     VERSION_FIELDS,
     format_header,

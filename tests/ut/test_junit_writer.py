@@ -2,7 +2,7 @@
 
 import xml.etree.ElementTree as ET
 
-from syncgate import junit_writer
+from vllm_syncgate import junit_writer
 
 
 def test_counts_come_from_the_cases_and_control_bytes_are_shown():

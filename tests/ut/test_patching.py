@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from syncgate.patching import Patches
+from vllm_syncgate.patching import Patches
 
 
 class Base:

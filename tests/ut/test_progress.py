@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from syncgate.progress import make_say, ticking
+from vllm_syncgate.progress import make_say, ticking
 
 
 def test_say_writes_whole_lines_and_escapes_carriage_returns():
@@ -44,7 +44,7 @@ def test_ticking_speaks_only_for_waits_longer_than_first_s():
 def test_check_progress_through_a_pipe_has_no_carriage_return(tmp_path):
     """The real CLI, stderr a pipe: every progress line is a line (scan level only, no server)."""
     done = subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--levels", "scan",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "scan",
          "--report-dir", str(tmp_path / "r")],
         capture_output=True, text=False, timeout=300,
     )
@@ -52,7 +52,7 @@ def test_check_progress_through_a_pipe_has_no_carriage_return(tmp_path):
     assert b"\r" not in done.stdout
     assert [line for line in done.stderr.splitlines() if line.startswith(b"[")]
     quiet = subprocess.run(
-        [sys.executable, "-m", "syncgate.cli", "check", "--levels", "scan", "--quiet",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "scan", "--quiet",
          "--report-dir", str(tmp_path / "q")],
         capture_output=True, text=True, timeout=300,
     )

@@ -1,4 +1,4 @@
-"""All-or-nothing report writing and control-byte escaping (syncgate.reportfiles)."""
+"""All-or-nothing report writing and control-byte escaping (vllm_syncgate.reportfiles)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from syncgate.errors import ReportDirError
-from syncgate.reportfiles import printable, write_all
+from vllm_syncgate.errors import ReportDirError
+from vllm_syncgate.reportfiles import printable, write_all
 
 
 def test_every_file_is_written_and_no_temporary_stays(tmp_path):

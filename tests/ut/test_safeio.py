@@ -1,4 +1,4 @@
-"""Bounded reading of user-named files (syncgate.safeio) and the TOML reader built on it."""
+"""Bounded reading of user-named files (vllm_syncgate.safeio) and the TOML reader built on it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from syncgate.errors import ConfigError
-from syncgate.safeio import NotRegularFile, TooLarge, json_loads, open_regular, read_regular
-from syncgate.tomlfile import read_toml
+from vllm_syncgate.errors import ConfigError
+from vllm_syncgate.safeio import NotRegularFile, TooLarge, json_loads, open_regular, read_regular
+from vllm_syncgate.tomlfile import read_toml
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path):

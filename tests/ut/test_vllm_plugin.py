@@ -12,21 +12,21 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from syncgate.audit.journal import ENV_AUDIT_DIR, journal_name
+from vllm_syncgate.audit.journal import ENV_AUDIT_DIR, journal_name
 
 PROBE = r"""
 import json, sys, torch
 before = (torch.Tensor.tolist, list(sys.meta_path))
-from syncgate.vllm_plugin import register
+from vllm_syncgate.vllm_plugin import register
 register(); register()
 report = {
     "hooked": sys.meta_path != before[1],
     "tolist_untouched": torch.Tensor.tolist is before[0],
-    "backend_loaded": "syncgate.audit.backends.cpu" in sys.modules,
+    "backend_loaded": "vllm_syncgate.audit.backends.cpu" in sys.modules,
 }
 if len(sys.argv) > 1:
     import vllm.v1.worker.cpu_model_runner as cpu
-    from syncgate.audit.backends.base import is_counted
+    from vllm_syncgate.audit.backends.base import is_counted
     report["wrapped"] = sorted(
         name for name in ("__init__", "_to_list", "_sync_device", "execute_model", "sample_tokens")
         for cls in (cpu.CPUModelRunner, cpu.GPUModelRunner)
@@ -50,7 +50,7 @@ def _probe(tmp_path, env_update, *args):
 
 def test_entry_point_is_declared():
     (plugin,) = [e for e in entry_points(group="vllm.general_plugins") if e.name == "syncgate"]
-    assert plugin.value == "syncgate.vllm_plugin:register"
+    assert plugin.value == "vllm_syncgate.vllm_plugin:register"
 
 
 def test_inert_without_audit_dir(tmp_path):
@@ -82,7 +82,7 @@ def test_bad_mutant_fails_the_process_with_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCGATE_")}
     env.update({ENV_AUDIT_DIR: str(tmp_path), "SYNCGATE_MUTANT": "nope"})
     done = subprocess.run(
-        [sys.executable, "-c", "from syncgate.vllm_plugin import register; register()"],
+        [sys.executable, "-c", "from vllm_syncgate.vllm_plugin import register; register()"],
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode != 0

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from syncgate.lifeline import signals_as_interrupt
-from syncgate.serve.process import ManagedServer, free_port, tree
+from vllm_syncgate.lifeline import signals_as_interrupt
+from vllm_syncgate.serve.process import ManagedServer, free_port, tree
 
 fake, mode, log = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 port = free_port()

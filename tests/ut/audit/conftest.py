@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from syncgate.audit.backends import CpuBackend
-from syncgate.audit.ledger import Ledger
+from vllm_syncgate.audit.backends import CpuBackend
+from vllm_syncgate.audit.ledger import Ledger
 
 
 @pytest.fixture

@@ -2,16 +2,16 @@
 
 tests/data/audit/live-cpu-*: the first 32 steps of three real runs (tiny llama, fp32, eager;
 sequential then batched greedy requests): speculation off, ngram speculation on, and speculation
-off with SYNCGATE_MUTANT=sync_heavy_to_list. Recorded with `syncgate.vllm_plugin`, unedited.
+off with SYNCGATE_MUTANT=sync_heavy_to_list. Recorded with `vllm_syncgate.vllm_plugin`, unedited.
 """
 
 from pathlib import Path
 
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.audit.collect import load_audit_dir
-from syncgate.audit.verdict import evaluate
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.audit.collect import load_audit_dir
+from vllm_syncgate.audit.verdict import evaluate
 
 DATA = Path(__file__).parents[2] / "data" / "audit"
 
@@ -61,15 +61,15 @@ def test_mutant_run_fails_naming_its_lines():
 def test_npu_v2_budget_against_vllm_ascend_before_and_after_13382(
     ascend_before_source, speculative_steps
 ):
-    """Real vllm-ascend V2 methods on the simulated NPU (syncgate.npu): 0.23.0.post1 waits on
+    """Real vllm-ascend V2 methods on the simulated NPU (vllm_syncgate.npu): 0.23.0.post1 waits on
     num_computed_tokens_event every step even without a speculator; the fix does not."""
-    from syncgate.audit.events import StepKind
-    from syncgate.audit.ledger import Step
-    from syncgate.npu.driver import run_scenario
-    from syncgate.npu.harness import AscendSource, load_runner_class
-    from syncgate.npu.parent import SimulatedGPUModelRunner
-    from syncgate.npu.scheduler import AddRequest, Schedule
-    from syncgate.npu.state import RunnerSpec
+    from vllm_syncgate.audit.events import StepKind
+    from vllm_syncgate.audit.ledger import Step
+    from vllm_syncgate.npu.driver import run_scenario
+    from vllm_syncgate.npu.harness import AscendSource, load_runner_class
+    from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
+    from vllm_syncgate.npu.scheduler import AddRequest, Schedule
+    from vllm_syncgate.npu.state import RunnerSpec
 
     actions = [AddRequest(6), AddRequest(3), Schedule(chunks=(4,)), *[Schedule()] * 3]
     budget = load_budgets(builtin_budget_path("npu")).select("v2", speculative_steps > 0)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from syncgate.audit import StepKind, load_budgets
-from syncgate.audit.budgets import builtin_budget_path
-from syncgate.errors import BudgetError
+from vllm_syncgate.audit import StepKind, load_budgets
+from vllm_syncgate.audit.budgets import builtin_budget_path
+from vllm_syncgate.errors import BudgetError
 
 
 @pytest.fixture

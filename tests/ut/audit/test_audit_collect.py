@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from syncgate.audit.budgets import parse_budgets
-from syncgate.audit.collect import load_audit_dir
-from syncgate.audit.events import CallSite, StepKind, SyncKind
-from syncgate.audit.journal import JournalWriter, journal_name
-from syncgate.audit.ledger import Ledger
-from syncgate.errors import AuditDirError
+from vllm_syncgate.audit.budgets import parse_budgets
+from vllm_syncgate.audit.collect import load_audit_dir
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncKind
+from vllm_syncgate.audit.journal import JournalWriter, journal_name
+from vllm_syncgate.audit.ledger import Ledger
+from vllm_syncgate.errors import AuditDirError
 
 SITE = CallSite(
     "runner.py", 10, "_to_list", "vllm.v1.worker.gpu_model_runner", "GPUModelRunner._to_list"

@@ -2,11 +2,11 @@
 
 import torch
 
-from syncgate.audit.backends import CpuBackend
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.audit.events import StepKind, SyncKind
-from syncgate.audit.mutants import apply_mutant
-from syncgate.audit.verdict import evaluate
+from vllm_syncgate.audit.backends import CpuBackend
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.audit.events import StepKind, SyncKind
+from vllm_syncgate.audit.mutants import apply_mutant
+from vllm_syncgate.audit.verdict import evaluate
 
 CPU_TO_LIST = "vllm.v1.worker.cpu_model_runner:CPUModelRunner._to_list"
 
@@ -54,7 +54,7 @@ def test_mutant_to_list_is_observed_at_its_own_lines(
         (SyncKind.DEVICE_SYNC, "torch.accelerator.synchronize"),
         (SyncKind.BLOCKING_READBACK, "Tensor.tolist"),
     }
-    assert {e.site.symbol for e in ledger.events} == {"syncgate.audit.mutants:SyncHeavyRunner._to_list"}
+    assert {e.site.symbol for e in ledger.events} == {"vllm_syncgate.audit.mutants:SyncHeavyRunner._to_list"}
     budget = load_budgets(builtin_budget_path("cpu")).select("v1", speculation=False)
     verdict = evaluate(ledger.steps, budget)
     assert not verdict.passed

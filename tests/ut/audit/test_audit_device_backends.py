@@ -6,12 +6,12 @@ import warnings
 import pytest
 import torch
 
-from syncgate.audit.backends import backend_class
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.audit.events import StepKind, SyncKind
-from syncgate.audit.mutants import SyncHeavyRunner
-from syncgate.audit.verdict import evaluate
-from syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.audit.backends import backend_class
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.audit.events import StepKind, SyncKind
+from vllm_syncgate.audit.mutants import SyncHeavyRunner
+from vllm_syncgate.audit.verdict import evaluate
+from vllm_syncgate.fakedev import simulated_accelerator
 
 
 @pytest.fixture(params=["cuda", "npu"])
@@ -140,7 +140,7 @@ def test_coexists_with_vllm_gpu_sync_check(device, ledger, monkeypatch):
 
 
 def test_unknown_device_and_missing_namespace_are_environment_problems(ledger, monkeypatch):
-    from syncgate.errors import EnvironmentProblem
+    from vllm_syncgate.errors import EnvironmentProblem
 
     with pytest.raises(EnvironmentProblem, match="no live audit backend for device 'xpu'"):
         backend_class("xpu")

@@ -1,6 +1,6 @@
 """The ledger groups syncs into steps; with a sink it hands them on instead of keeping them."""
 
-from syncgate.audit import CallSite, Ledger, StepKind, SyncKind
+from vllm_syncgate.audit import CallSite, Ledger, StepKind, SyncKind
 
 SITE = CallSite("runner.py", 10, "step", "pkg.runner", "Runner.step")
 

@@ -8,11 +8,11 @@ import functools
 import pytest
 import torch
 
-from syncgate.audit.budgets import AllowRule, builtin_budget_path, load_budgets, parse_budgets
-from syncgate.audit.events import CallSite, SyncEvent, SyncKind, caller_site, overridden_methods
-from syncgate.audit.mutants import apply_mutant
-from syncgate.audit.verdict import evaluate
-from syncgate.errors import BudgetError
+from vllm_syncgate.audit.budgets import AllowRule, builtin_budget_path, load_budgets, parse_budgets
+from vllm_syncgate.audit.events import CallSite, SyncEvent, SyncKind, caller_site, overridden_methods
+from vllm_syncgate.audit.mutants import apply_mutant
+from vllm_syncgate.audit.verdict import evaluate
+from vllm_syncgate.errors import BudgetError
 
 GPU_TO_LIST = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list"
 CPU_TO_LIST = "vllm.v1.worker.cpu_model_runner:CPUModelRunner._to_list"
@@ -143,7 +143,7 @@ def test_wrapping_override_that_adds_a_device_synchronize_is_caught(
     _decode_steps(runner, make_scheduler_output)
     added = [e for e in ledger.events if e.kind is SyncKind.DEVICE_SYNC]
     assert len(added) == 3
-    assert added[0].site.symbol == "syncgate.audit.mutants:WrappingToList._to_list"
+    assert added[0].site.symbol == "vllm_syncgate.audit.mutants:WrappingToList._to_list"
     assert added[0].site.overrides == (CPU_TO_LIST, GPU_TO_LIST)  # an override in the MRO sense
     budget = load_budgets(builtin_budget_path(profile)).select("v1", speculation=False)
     verdict = evaluate(ledger.steps, budget)

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from syncgate.audit.backends.imports import PostImportHook
-from syncgate.audit.backends.session import LiveAudit, process_role
-from syncgate.audit.collect import load_audit_dir
-from syncgate.errors import AuditDirError, UsageError
+from vllm_syncgate.audit.backends.imports import PostImportHook
+from vllm_syncgate.audit.backends.session import LiveAudit, process_role
+from vllm_syncgate.audit.collect import load_audit_dir
+from vllm_syncgate.errors import AuditDirError, UsageError
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 import pytest
 
-from syncgate.audit.backends.steps import classify_step
-from syncgate.audit.events import StepKind
+from vllm_syncgate.audit.backends.steps import classify_step
+from vllm_syncgate.audit.events import StepKind
 
 sched = pytest.importorskip("vllm.v1.core.sched.output")
 

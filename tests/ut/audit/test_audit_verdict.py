@@ -1,7 +1,7 @@
 """Verdicts: a breach names step kind, count and call site; allow-listed sites never count."""
 
-from syncgate.audit import CallSite, Ledger, StepKind, SyncKind, evaluate
-from syncgate.audit.budgets import parse_budgets
+from vllm_syncgate.audit import CallSite, Ledger, StepKind, SyncKind, evaluate
+from vllm_syncgate.audit.budgets import parse_budgets
 
 BUDGET = parse_budgets(
     {

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.errors import BudgetError
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.errors import BudgetError
 
 SYNCGATE = Path(sys.executable).with_name("syncgate")
 MINE = "mine.module:Runner.timing"

@@ -6,18 +6,18 @@ import weakref
 
 import pytest
 
-from syncgate.audit.backends.session import LiveAudit
-from syncgate.audit.collect import load_audit_dir
-from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
-from syncgate.audit.journal import (
+from vllm_syncgate.audit.backends.session import LiveAudit
+from vllm_syncgate.audit.collect import load_audit_dir
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
+from vllm_syncgate.audit.journal import (
     FORMAT,
     JournalCursor,
     JournalWriter,
     journal_name,
     read_journal,
 )
-from syncgate.audit.ledger import Ledger, Step
-from syncgate.errors import AuditDirError, JournalFormatError
+from vllm_syncgate.audit.ledger import Ledger, Step
+from vllm_syncgate.errors import AuditDirError, JournalFormatError
 
 SITE = CallSite("runner.py", 10, "step", "pkg.runner", "Runner.step")
 

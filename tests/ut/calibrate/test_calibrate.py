@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from syncgate.calibrate import agreement, physics
-from syncgate.calibrate.agreement import recorded_h200, simulate
-from syncgate.calibrate.scenarios import SCENARIOS
-from syncgate.cli import main
-from syncgate.fakedev import LatencyModel
+from vllm_syncgate.calibrate import agreement, physics
+from vllm_syncgate.calibrate.agreement import recorded_h200, simulate
+from vllm_syncgate.calibrate.scenarios import SCENARIOS
+from vllm_syncgate.cli import main
+from vllm_syncgate.fakedev import LatencyModel
 
 SPIN_MS = agreement.SPIN_S * 1e3
 
@@ -48,7 +48,7 @@ def test_22754_tables_are_within_tolerance_of_the_h200(table, simulate_table):
 
 
 def test_a_simulator_without_the_cross_thread_hold_misses_the_22754_stall(monkeypatch):
-    monkeypatch.setattr("syncgate.fakedev.streams.Clock.hold", lambda self, start, label: None)
+    monkeypatch.setattr("vllm_syncgate.fakedev.streams.Clock.hold", lambda self, start, label: None)
     measured = recorded_h200()["physics_22754"]["other_thread_copy_ms"]
     simulated = physics.other_thread_copy_ms(LatencyModel())
     assert abs(simulated["tolist/pageable_d2h"] - measured["tolist/pageable_d2h"]) > 10
@@ -78,7 +78,7 @@ def test_calibrate_exits_1_when_a_scenario_disagrees(monkeypatch, capsys):
 
 
 def test_calibrate_exits_1_when_the_simulator_does_not_block_where_the_h200_did(monkeypatch, capsys):
-    from syncgate.fakedev import tensors
+    from vllm_syncgate.fakedev import tensors
 
     free_item = lambda acc, func, args, kwargs: tensors._host_op(func, args, kwargs)  # noqa: E731
     monkeypatch.setitem(tensors._HANDLERS, torch.Tensor.item, free_item)

@@ -2,16 +2,16 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.audit.budgets import parse_budgets
-from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
-from syncgate.audit.ledger import Step
-from syncgate.check.run import GroupRun, ScenarioRun
-from syncgate.profiles import Group
-from syncgate.serve.scenarios import SCENARIOS, Generation, Outcome
+from vllm_syncgate.audit.budgets import parse_budgets
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
+from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.check.run import GroupRun, ScenarioRun
+from vllm_syncgate.profiles import Group
+from vllm_syncgate.serve.scenarios import SCENARIOS, Generation, Outcome
 
 RUNNER_SITE = CallSite("/x/vllm/v1/worker/cpu_model_runner.py", 135, "_to_list",
                        "vllm.v1.worker.cpu_model_runner", "CPUModelRunner._to_list")
-MUTANT_SITE = CallSite("/x/syncgate/audit/mutants.py", 27, "_to_list", "syncgate.audit.mutants",
+MUTANT_SITE = CallSite("/x/syncgate/audit/mutants.py", 27, "_to_list", "vllm_syncgate.audit.mutants",
                        "SyncHeavyRunner._to_list")
 
 
@@ -22,7 +22,7 @@ class TableReference:
         self.outputs = {tuple(k): list(v) for k, v in outputs.items()}
 
     def generate(self, prompt_ids, max_new_tokens):
-        from syncgate.parity.reference import ReferenceOutput
+        from vllm_syncgate.parity.reference import ReferenceOutput
 
         return ReferenceOutput(self.outputs[tuple(prompt_ids)][:max_new_tokens], [])
 

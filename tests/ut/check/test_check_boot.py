@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.check.run import SERVER_TREE_BYTES, servers_at_once
-from syncgate.serve.vllm import boot_phase
+from vllm_syncgate.check.run import SERVER_TREE_BYTES, servers_at_once
+from vllm_syncgate.serve.vllm import boot_phase
 
 BOOT_LOG = Path(__file__).resolve().parents[2] / "data" / "serve" / "vllm_boot_phases.log"
 PLENTY = 64 * SERVER_TREE_BYTES

@@ -5,10 +5,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from syncgate.check.judge import judge
-from syncgate.check.report import CheckResult, failure_lines, table, write_reports
-from syncgate.errors import ReportDirError
-from syncgate.parity import Tolerance
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.report import CheckResult, failure_lines, table, write_reports
+from vllm_syncgate.errors import ReportDirError
+from vllm_syncgate.parity import Tolerance
 
 PROMPT, OTHER = (1, 10, 11), (1, 20)
 REF = {PROMPT: [5, 6, 7, 8, 9, 10], OTHER: [3, 3, 4]}

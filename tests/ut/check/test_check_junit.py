@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
-from syncgate.check.judge import judge
-from syncgate.check.levels import PASS, LevelCase, LevelResult
-from syncgate.check.levels_report import write_level_reports
-from syncgate.check.report import CheckResult, fix_hints, junit
-from syncgate.parity import Tolerance
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.levels import PASS, LevelCase, LevelResult
+from vllm_syncgate.check.levels_report import write_level_reports
+from vllm_syncgate.check.report import CheckResult, fix_hints, junit
+from vllm_syncgate.parity import Tolerance
 
 XSD = Path(__file__).resolve().parents[2] / "data" / "junit" / "junit.xsd"
 
@@ -61,7 +61,7 @@ def test_failing_case_points_at_the_call_site_in_the_users_tree(judge_kit, tmp_p
     assert 'site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"' in text
     passing = suite.find("testcase[@name='batched']")
     assert passing.find("failure") is None
-    assert "syncgate/serve/scenarios.py" in passing.get("file")
+    assert "vllm_syncgate/serve/scenarios.py" in passing.get("file")
 
 
 def test_fix_hints_name_site_pattern_and_allow_stanza(judge_kit):

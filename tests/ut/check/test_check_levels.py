@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.check.levels import (
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.check.levels import (
     FAIL,
     NOT_RUN,
     PASS,
@@ -19,8 +19,8 @@ from syncgate.check.levels import (
     serve_missing,
     stops_serve,
 )
-from syncgate.check.source import detect_source
-from syncgate.errors import UsageError
+from vllm_syncgate.check.source import detect_source
+from vllm_syncgate.errors import UsageError
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 

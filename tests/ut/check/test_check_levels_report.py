@@ -3,8 +3,8 @@
 import json
 import xml.etree.ElementTree as ET
 
-from syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, skipped
-from syncgate.check.levels_report import sections, summary, write_level_reports
+from vllm_syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, skipped
+from vllm_syncgate.check.levels_report import sections, summary, write_level_reports
 
 LEVELS = [
     LevelResult("scan", PASS, duration_s=1.25, cases=[LevelCase("R.execute_model", True, "ok")],

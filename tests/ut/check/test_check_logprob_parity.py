@@ -4,13 +4,13 @@ where a logprob request of the same prompt showed the same near tie."""
 
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path, load_budgets
-from syncgate.audit.events import LOGPROB_REQS, CallSite, StepKind, SyncEvent, SyncKind
-from syncgate.audit.ledger import Step
-from syncgate.audit.verdict import evaluate
-from syncgate.check.judge import judge
-from syncgate.parity import Tolerance
-from syncgate.parity.reference import ReferenceOutput
+from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets
+from vllm_syncgate.audit.events import LOGPROB_REQS, CallSite, StepKind, SyncEvent, SyncKind
+from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.audit.verdict import evaluate
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.parity import Tolerance
+from vllm_syncgate.parity.reference import ReferenceOutput
 
 PROMPT = (1, 2, 3)
 HF = [5, 6, 7, 8]

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.audit.budgets import builtin_budget_path
-from syncgate.check.plan import make_plan
-from syncgate.check.rehearsal import device_problem
-from syncgate.cli import main
-from syncgate.errors import ProfileError, UsageError
-from syncgate.parity import Tolerance
-from syncgate.profiles import builtin_profile_path, load_profile, parse_profile
+from vllm_syncgate.audit.budgets import builtin_budget_path
+from vllm_syncgate.check.plan import make_plan
+from vllm_syncgate.check.rehearsal import device_problem
+from vllm_syncgate.cli import main
+from vllm_syncgate.errors import ProfileError, UsageError
+from vllm_syncgate.parity import Tolerance
+from vllm_syncgate.profiles import builtin_profile_path, load_profile, parse_profile
 
 
 def _run(capsys, *args):

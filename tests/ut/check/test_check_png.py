@@ -6,10 +6,10 @@ import random
 import matplotlib
 import pytest
 
-from syncgate.audit.events import StepKind
-from syncgate.check.judge import judge
-from syncgate.check.report import CheckResult, plot
-from syncgate.parity import Tolerance
+from vllm_syncgate.audit.events import StepKind
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.report import CheckResult, plot
+from vllm_syncgate.parity import Tolerance
 
 matplotlib.use("Agg")
 import matplotlib.figure

@@ -5,11 +5,11 @@ import copy
 
 import pytest
 
-from syncgate.check.compare import report_differences
-from syncgate.check.plan import left_out_by_quick, make_plan
-from syncgate.cli import main
-from syncgate.errors import ProfileError, UsageError
-from syncgate.profiles import builtin_profile_path, load_profile, parse_profile
+from vllm_syncgate.check.compare import report_differences
+from vllm_syncgate.check.plan import left_out_by_quick, make_plan
+from vllm_syncgate.cli import main
+from vllm_syncgate.errors import ProfileError, UsageError
+from vllm_syncgate.profiles import builtin_profile_path, load_profile, parse_profile
 
 
 def _base(**extra):

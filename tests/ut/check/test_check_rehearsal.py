@@ -7,14 +7,14 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from syncgate.audit.budgets import load_budgets
-from syncgate.check.judge import judge
-from syncgate.check.plan import make_plan
-from syncgate.check.rehearsal import device_problem, rehearse_profile
-from syncgate.check.report import CheckResult, failure_lines, table, to_json, write_reports
-from syncgate.cli import main
-from syncgate.errors import EXIT_USAGE, EnvironmentProblem, UsageError
-from syncgate.profiles import builtin_profile_path, load_profile
+from vllm_syncgate.audit.budgets import load_budgets
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.plan import make_plan
+from vllm_syncgate.check.rehearsal import device_problem, rehearse_profile
+from vllm_syncgate.check.report import CheckResult, failure_lines, table, to_json, write_reports
+from vllm_syncgate.cli import main
+from vllm_syncgate.errors import EXIT_USAGE, EnvironmentProblem, UsageError
+from vllm_syncgate.profiles import builtin_profile_path, load_profile
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 

@@ -3,12 +3,12 @@
 import matplotlib.axes
 import pytest
 
-from syncgate.audit.budgets import parse_budgets
-from syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
-from syncgate.audit.ledger import Step
-from syncgate.check.judge import judge
-from syncgate.check.report import CheckResult, plot, table, to_json
-from syncgate.parity import Tolerance
+from vllm_syncgate.audit.budgets import parse_budgets
+from vllm_syncgate.audit.events import CallSite, StepKind, SyncEvent, SyncKind
+from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.report import CheckResult, plot, table, to_json
+from vllm_syncgate.parity import Tolerance
 
 # The transfer wait is allowed once per step: a second one in the same step counts.
 CAPPED = parse_budgets({

@@ -4,11 +4,11 @@ import json
 import re
 from pathlib import Path
 
-from syncgate.check.judge import judge
-from syncgate.check.levels import PASS, LevelCase, LevelResult
-from syncgate.check.levels_report import SCHEMA, write_level_reports
-from syncgate.check.report import CheckResult
-from syncgate.parity import Tolerance
+from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.levels import PASS, LevelCase, LevelResult
+from vllm_syncgate.check.levels_report import SCHEMA, write_level_reports
+from vllm_syncgate.check.report import CheckResult
+from vllm_syncgate.parity import Tolerance
 
 GLOSSARY = Path(__file__).resolve().parents[3] / "docs" / "report-json.md"
 

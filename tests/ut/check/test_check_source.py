@@ -2,8 +2,8 @@
 
 import pytest
 
-from syncgate.check.source import ASCEND, VLLM, detect_source, installed_sources
-from syncgate.errors import UsageError
+from vllm_syncgate.check.source import ASCEND, VLLM, detect_source, installed_sources
+from vllm_syncgate.errors import UsageError
 
 
 def test_vllm_tree_is_found_at_its_root_and_at_its_package(data_dir):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from syncgate import __version__
-from syncgate.cli import COMMANDS, build_parser
+from vllm_syncgate import __version__
+from vllm_syncgate.cli import COMMANDS, build_parser
 
 SYNCGATE = Path(sys.executable).with_name("syncgate")
 
@@ -111,7 +111,7 @@ def test_scan_profile_file_takes_that_profiles_budget(scan_tree, tmp_path):
     assert bogus.returncode == 2
     assert bogus.stderr.count("\n") == 1
     assert "none.toml" in bogus.stderr
-    from syncgate.profiles import builtin_profile_path
+    from vllm_syncgate.profiles import builtin_profile_path
 
     done = syncgate("scan", str(scan_tree), "--profile", str(builtin_profile_path("cpu")))
     assert done.returncode in (0, 1), done.stderr

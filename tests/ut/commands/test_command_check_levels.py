@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from syncgate.cli import main
+from vllm_syncgate.cli import main
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 

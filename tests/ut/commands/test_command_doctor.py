@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from syncgate.cli import main
+from vllm_syncgate.cli import main
 
 SYNCGATE = Path(sys.executable).with_name("syncgate")
 
@@ -18,13 +18,13 @@ def test_doctor_json_lists_versions_devices_and_both_plugins(capsys):
     assert facts["devices"]["cpu"] >= 1
     plugins = {(p["group"], p["name"]): p for p in facts["plugins"]}
     assert plugins[("vllm.general_plugins", "syncgate")]["loads"] is True
-    assert plugins[("pytest11", "syncgate")]["target"] == "syncgate.pytest_plugin"
+    assert plugins[("pytest11", "syncgate")]["target"] == "vllm_syncgate.pytest_plugin"
 
 
 def test_doctor_console_script_prints_the_table():
     done = subprocess.run([str(SYNCGATE), "doctor"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "plugin    vllm.general_plugins:syncgate -> syncgate.vllm_plugin:register (loads)" in done.stdout
+    assert "plugin    vllm.general_plugins:syncgate -> vllm_syncgate.vllm_plugin:register (loads)" in done.stdout
 
 
 def test_doctor_rejects_a_bad_budget_in_one_line(tmp_path, capsys):

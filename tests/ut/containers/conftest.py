@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from syncgate.containers.devices import load_device_specs
+from vllm_syncgate.containers.devices import load_device_specs
 
 REPO = Path(__file__).resolve().parents[3]
 

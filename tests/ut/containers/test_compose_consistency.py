@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from syncgate.containers.consistency import dockerfile_env, service_problems
-from syncgate.profiles import DEVICES, builtin_profile_path, load_profile
+from vllm_syncgate.containers.consistency import dockerfile_env, service_problems
+from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,14 @@
 
 import pytest
 
-from syncgate.containers.annotate import (
+from vllm_syncgate.containers.annotate import (
     MAX_ANNOTATIONS,
     Annotation,
     level_verdicts,
     main,
     report_annotations,
 )
-from syncgate.errors import ReportDirError
+from vllm_syncgate.errors import ReportDirError
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="syncgate-check" tests="3">
@@ -74,8 +74,8 @@ def test_annotation_without_file_has_no_line():
 
 
 def test_check_report_is_annotated_per_level_with_one_verdict(tmp_path):
-    from syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, not_run
-    from syncgate.check.levels_report import write_level_reports
+    from vllm_syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult, not_run
+    from vllm_syncgate.check.levels_report import write_level_reports
 
     scan = LevelResult("scan", PASS, duration_s=1.5, cases=[LevelCase("R.execute_model", True, "ok")])
     unit = LevelResult("unit", FAIL, duration_s=2.0, cases=[

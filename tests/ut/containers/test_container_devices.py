@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from syncgate.containers.devices import DeviceSpec, load_device_specs
-from syncgate.errors import ConfigError
+from vllm_syncgate.containers.devices import DeviceSpec, load_device_specs
+from vllm_syncgate.errors import ConfigError
 
 
 def test_packaged_specs_cover_every_device(specs):
@@ -77,7 +77,7 @@ def test_spec_nodes_expand_each_id_in_order():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "syncgate.containers.devices", *args],
+    return subprocess.run([sys.executable, "-m", "vllm_syncgate.containers.devices", *args],
                           capture_output=True, text=True, timeout=60, check=False)
 
 

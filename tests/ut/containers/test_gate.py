@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from syncgate.containers.gate import GateSettings, env_header, job_argv
-from syncgate.environment import parse_header
-from syncgate.errors import UsageError
+from vllm_syncgate.containers.gate import GateSettings, env_header, job_argv
+from vllm_syncgate.environment import parse_header
+from vllm_syncgate.errors import UsageError
 
 SETTINGS = GateSettings(device="npu", report_dir="/reports", ut_paths=("tests/ut/npu",),
                         image="syncgate-npu:x")
@@ -46,7 +46,7 @@ def test_environment_reports_versions_from_metadata():
 
 
 def _gate(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "syncgate.containers.gate", *args],
+    return subprocess.run([sys.executable, "-m", "vllm_syncgate.containers.gate", *args],
                           capture_output=True, text=True, timeout=60, check=False,
                           env={"PATH": "/usr/bin:/bin", **(env or {})})
 

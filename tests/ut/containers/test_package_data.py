@@ -9,8 +9,8 @@ SOURCE_SUFFIXES = (".py", ".pyc")
 
 def test_every_data_file_is_shipped(repo):
     patterns = tomllib.loads((repo / "pyproject.toml").read_text())[
-        "tool"]["setuptools"]["package-data"]["syncgate"]
-    package = repo / "src" / "syncgate"
+        "tool"]["setuptools"]["package-data"]["vllm_syncgate"]
+    package = repo / "src" / "vllm_syncgate"
     data = [p.relative_to(package).as_posix() for p in package.rglob("*")
             if p.is_file() and not p.name.endswith(SOURCE_SUFFIXES) and "__pycache__" not in p.parts]
     assert data, "no data files found"

@@ -1,6 +1,6 @@
 """The CPU runtime image installs syncgate without its test extra, so the CLI the gate runs must
 load without pytest. This failed for real: `syncgate check` in the image died importing pytest
-through `syncgate.commands.repro`. Reproduced here by blocking the test-only packages."""
+through `vllm_syncgate.commands.repro`. Reproduced here by blocking the test-only packages."""
 
 import subprocess
 import sys
@@ -20,7 +20,7 @@ PROBE = textwrap.dedent(f"""
             return None
 
     sys.meta_path.insert(0, Block())
-    from syncgate.cli import main
+    from vllm_syncgate.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -31,7 +31,7 @@ def _cli(*args):
 
 
 def test_the_probe_really_blocks_pytest():
-    result = subprocess.run([sys.executable, "-c", PROBE.replace("from syncgate.cli import main",
+    result = subprocess.run([sys.executable, "-c", PROBE.replace("from vllm_syncgate.cli import main",
                                                                  "import pytest")],
                             capture_output=True, text=True, timeout=60, check=False)
     assert "test extra not installed" in result.stderr

@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 import torch
 
-from syncgate.errors import SimulatorError, SimulatorInactiveError
-from syncgate.fakedev import LatencyModel, is_poison, simulated_accelerator
-from syncgate.fakedev.streams import calibration_sources
+from vllm_syncgate.errors import SimulatorError, SimulatorInactiveError
+from vllm_syncgate.fakedev import LatencyModel, is_poison, simulated_accelerator
+from vllm_syncgate.fakedev.streams import calibration_sources
 
 
 def test_async_copy_lands_only_when_host_waits_on_its_event():

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from syncgate.fakedev import simulated_accelerator
-from syncgate.fakedev.syncing import (
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.fakedev.syncing import (
     CONVERSIONS,
     FORMATTING,
     data_dependent_entry_points,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from syncgate.fakedev import DeviceTensor, is_poison, simulated_accelerator
+from vllm_syncgate.fakedev import DeviceTensor, is_poison, simulated_accelerator
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_sync_debug_mode_warns_like_torch_for_what_torch_sees():
 
 
 def test_ledger_attributes_syncs_to_open_steps():
-    from syncgate.audit import StepKind
+    from vllm_syncgate.audit import StepKind
 
     with simulated_accelerator("cuda") as acc:
         t = acc.device_tensor(torch.tensor([1, 2]))

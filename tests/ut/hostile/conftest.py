@@ -97,7 +97,7 @@ class Sandbox:
                 "SYNCGATE_CACHE_DIR": str(self.tmp / "cache"), **(extra or {})}
 
     def argv(self, args: Sequence[str]) -> list[str]:
-        return [sys.executable, "-m", "syncgate.cli", *args]
+        return [sys.executable, "-m", "vllm_syncgate.cli", *args]
 
     def run(self, args: Sequence[str], *, timeout: float = 60, stdin: bytes | None = None,
             env: dict[str, str] | None = None) -> Outcome:

@@ -42,7 +42,7 @@ def test_sigkill_of_check_while_the_server_boots_leaves_no_server(sandbox):
         deadline = time.monotonic() + 600  # the first run builds the embedded model
         server = []
         while time.monotonic() < deadline and proc.poll() is None and not server:
-            server = [p for p in sandbox.marked(tag) if "syncgate.serve.shim" in _cmdline(p)]
+            server = [p for p in sandbox.marked(tag) if "vllm_syncgate.serve.shim" in _cmdline(p)]
             time.sleep(0.2)
         assert server, proc.stderr.read().decode() if proc.poll() is not None else "no server"
         while time.monotonic() < deadline and proc.poll() is None and not _children(server[0]):

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from syncgate.cli import main
-from syncgate.errors import ModelDirError
-from syncgate.models import build_model, ensure_model, inspect_model_dir, load_recipe
-from syncgate.models.build import MARKER, corpus_lines
-from syncgate.models.recipe import RecipeError, _resolve, cached_model_dir
+from vllm_syncgate.cli import main
+from vllm_syncgate.errors import ModelDirError
+from vllm_syncgate.models import build_model, ensure_model, inspect_model_dir, load_recipe
+from vllm_syncgate.models.build import MARKER, corpus_lines
+from vllm_syncgate.models.recipe import RecipeError, _resolve, cached_model_dir
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def built(tmp_path_factory):
 
 def test_built_model_follows_the_umask(built):
     """Other users of a shared cache or container can read the model (mkdtemp's 0700 would hide it)."""
-    from syncgate.reportfiles import current_umask
+    from vllm_syncgate.reportfiles import current_umask
 
     umask = current_umask()
     assert built.path.stat().st_mode & 0o777 == 0o777 & ~umask

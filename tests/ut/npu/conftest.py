@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from syncgate.npu import torch_npu_stub
-from syncgate.npu.harness import AscendSource, importable_from, load_runner_class
-from syncgate.npu.parent import SimulatedGPUModelRunner
+from vllm_syncgate.npu import torch_npu_stub
+from vllm_syncgate.npu.harness import AscendSource, importable_from, load_runner_class
+from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "npu"
 AFTER_FIX = DATA / "after_fix"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from syncgate.audit.events import CallSite, SyncEvent, SyncKind
-from syncgate.npu.driver import StepRecord, check_seq_lens_sync
+from vllm_syncgate.audit.events import CallSite, SyncEvent, SyncKind
+from vllm_syncgate.npu.driver import StepRecord, check_seq_lens_sync
 
 
 def _record(speculative, events=(), copies=(), seq_lens=(3,), expected=(3,)):

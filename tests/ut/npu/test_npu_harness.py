@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
-from syncgate.fakedev import simulated_accelerator
-from syncgate.npu.driver import check_seq_lens_sync, run_scenario
-from syncgate.npu.harness import (
+from vllm_syncgate.errors import EnvironmentProblem, UnsupportedLayoutError
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.npu.driver import check_seq_lens_sync, run_scenario
+from vllm_syncgate.npu.harness import (
     SEQ_LENS_METHODS,
     AscendSource,
     bind,
     cuda_mapped_to_npu,
     load_runner_class,
 )
-from syncgate.npu.parent import SimulatedGPUModelRunner
-from syncgate.npu.scheduler import AddRequest, Schedule
-from syncgate.npu.state import RunnerSpec
+from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
+from vllm_syncgate.npu.scheduler import AddRequest, Schedule
+from vllm_syncgate.npu.state import RunnerSpec
 
 RUNNER = Path("vllm_ascend/worker/v2/model_runner.py")
 

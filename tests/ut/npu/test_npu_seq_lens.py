@@ -1,4 +1,4 @@
-"""``syncgate.npu.update_seq_lens_cpu`` equals the two per-request loops it replaces.
+"""``vllm_syncgate.npu.update_seq_lens_cpu`` equals the two per-request loops it replaces.
 
 The loop version is the after-fix fixture runner's own ``_update_seq_lens_cpu``, run through the
 harness on a fake self; the vectorized one runs on an identical copy of the same random state.
@@ -12,11 +12,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncgate.fakedev import simulated_accelerator
-from syncgate.npu import update_seq_lens_cpu
-from syncgate.npu.harness import bind, load_runner_class
-from syncgate.npu.parent import SimulatedGPUModelRunner
-from syncgate.npu.state import CachedRequests, RunnerSpec, SchedulerStep, runner_state
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.npu import update_seq_lens_cpu
+from vllm_syncgate.npu.harness import bind, load_runner_class
+from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
+from vllm_syncgate.npu.state import CachedRequests, RunnerSpec, SchedulerStep, runner_state
 
 
 @st.composite

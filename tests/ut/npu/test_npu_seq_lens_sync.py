@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncgate.npu.driver import check_seq_lens_sync, run_scenario
-from syncgate.npu.harness import load_runner_class
-from syncgate.npu.parent import SimulatedGPUModelRunner
-from syncgate.npu.property import MAX_REQS, REVEALING, SPEC_STEPS
-from syncgate.npu.scheduler import AddRequest, Finish, Preempt, Schedule
-from syncgate.npu.state import RunnerSpec
+from vllm_syncgate.npu.driver import check_seq_lens_sync, run_scenario
+from vllm_syncgate.npu.harness import load_runner_class
+from vllm_syncgate.npu.parent import SimulatedGPUModelRunner
+from vllm_syncgate.npu.property import MAX_REQS, REVEALING, SPEC_STEPS
+from vllm_syncgate.npu.scheduler import AddRequest, Finish, Preempt, Schedule
+from vllm_syncgate.npu.state import RunnerSpec
 
 _small = st.integers(0, 2 * MAX_REQS)
 _schedule = st.builds(

@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from syncgate.npu import torch_npu_stub
+from vllm_syncgate.npu import torch_npu_stub
 
 
 @pytest.fixture

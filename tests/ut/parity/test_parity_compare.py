@@ -2,7 +2,7 @@
 
 import pytest
 
-from syncgate.parity import Tolerance, compare_exact, compare_logprob, first_difference
+from vllm_syncgate.parity import Tolerance, compare_exact, compare_logprob, first_difference
 
 
 def _decode(ids):

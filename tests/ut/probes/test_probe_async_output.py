@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from syncgate.fakedev import simulated_accelerator
-from syncgate.probes import ProblemCode, probe_async_output
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.probes import ProblemCode, probe_async_output
 
 
 @pytest.fixture(scope="module")

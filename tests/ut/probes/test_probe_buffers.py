@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from syncgate.probes import ProblemCode, probe_pinned_buffer
+from vllm_syncgate.probes import ProblemCode, probe_pinned_buffer
 
 
 def test_real_cpu_runner_sizes_buffer_by_max_num_reqs(build_cpu_runner):
@@ -39,7 +39,7 @@ def test_mutant_b_buffer_is_waste_when_model_len_dwarfs_batch(build_cpu_runner):
 
 @pytest.mark.parametrize("pinned", [True, False])
 def test_unpinned_buffer_is_flagged_when_pinning_is_required(pinned):
-    from syncgate.fakedev import simulated_accelerator
+    from vllm_syncgate.fakedev import simulated_accelerator
 
     with simulated_accelerator("cuda"):
         buffer = torch.zeros((4, 1), dtype=torch.int64, pin_memory=pinned)

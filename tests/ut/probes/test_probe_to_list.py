@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from syncgate.fakedev import simulated_accelerator
-from syncgate.probes import ProblemCode, probe_to_list
-from syncgate.probes.to_list import to_list_state
+from vllm_syncgate.fakedev import simulated_accelerator
+from vllm_syncgate.probes import ProblemCode, probe_to_list
+from vllm_syncgate.probes.to_list import to_list_state
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from syncgate.cli import main
-from syncgate.commands import repro as repro_command
-from syncgate.errors import RerunError
-from syncgate.repro.runner import LocalRunner
+from vllm_syncgate.cli import main
+from vllm_syncgate.commands import repro as repro_command
+from vllm_syncgate.errors import RerunError
+from vllm_syncgate.repro.runner import LocalRunner
 
 
 def test_list_prints_node_ids_and_runs_nothing(repro_logs, monkeypatch, capsys):
@@ -31,7 +31,7 @@ def test_list_prints_node_ids_and_runs_nothing(repro_logs, monkeypatch, capsys):
 
 
 def test_list_works_as_a_subprocess_for_outside_checks(repro_logs):
-    out = subprocess.run([sys.executable, "-m", "syncgate.cli", "repro",
+    out = subprocess.run([sys.executable, "-m", "vllm_syncgate.cli", "repro",
                           str(repro_logs / "pytest_reportlog.jsonl"), "--list"],
                          capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["case_collect_error.py", "case_flaky.py::test_labels[\\xfc]",

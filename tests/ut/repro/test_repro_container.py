@@ -4,12 +4,12 @@ import sys
 import docker
 import pytest
 
-from syncgate.cli import main
-from syncgate.errors import ContainerError
-from syncgate.repro.container import DockerRunner
-from syncgate.repro.logs import parse_log
-from syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
+from vllm_syncgate.cli import main
+from vllm_syncgate.errors import ContainerError
+from vllm_syncgate.repro.container import DockerRunner
+from vllm_syncgate.repro.logs import parse_log
+from vllm_syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from vllm_syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
 
 
 def client_for(engine):

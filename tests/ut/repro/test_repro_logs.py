@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.errors import LogParseError
-from syncgate.repro.logs import clean_line, parse_log, split_nodeid
-from syncgate.repro.model import CiOutcome
+from vllm_syncgate.errors import LogParseError
+from vllm_syncgate.repro.logs import clean_line, parse_log, split_nodeid
+from vllm_syncgate.repro.model import CiOutcome
 
 FAILED = {
     "case_broken.py::TestAlways::test_broken",

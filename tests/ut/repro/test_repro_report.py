@@ -3,9 +3,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from syncgate.errors import ReportDirError
-from syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from syncgate.repro.report import (
+from vllm_syncgate.errors import ReportDirError
+from vllm_syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from vllm_syncgate.repro.report import (
     ReproReport,
     to_json,
     to_junit,
@@ -13,7 +13,7 @@ from syncgate.repro.report import (
     to_terminal,
     write_reports,
 )
-from syncgate.repro.reproduce import (
+from vllm_syncgate.repro.reproduce import (
     ReproVerdict,
     RerunConfig,
     RunResult,

@@ -2,11 +2,11 @@ import shutil
 
 import pytest
 
-from syncgate.errors import UsageError
-from syncgate.repro.logs import parse_log
-from syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
-from syncgate.repro.runner import LocalRunner
+from vllm_syncgate.errors import UsageError
+from vllm_syncgate.repro.logs import parse_log
+from vllm_syncgate.repro.model import CiFailure, CiLog, CiOutcome
+from vllm_syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
+from vllm_syncgate.repro.runner import LocalRunner
 
 EXPECTED = {
     "case_broken.py::TestAlways::test_broken": ReproVerdict.BROKEN,

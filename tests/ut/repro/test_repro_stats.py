@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from syncgate.repro.stats import (
+from vllm_syncgate.repro.stats import (
     clopper_pearson_interval,
     runs_needed,
     wilson_interval,

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from syncgate.repro.logs import parse_log
-from syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
-from syncgate.repro.runner import LocalRunner
-from syncgate.repro.testfiles import TestFileRules, rules_from
+from vllm_syncgate.repro.logs import parse_log
+from vllm_syncgate.repro.reproduce import ReproVerdict, RerunConfig, reproduce
+from vllm_syncgate.repro.runner import LocalRunner
+from vllm_syncgate.repro.testfiles import TestFileRules, rules_from
 
 
 def test_defaults_without_a_config_file():

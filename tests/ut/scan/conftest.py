@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.cli import main
+from vllm_syncgate.cli import main
 
 
 @pytest.fixture(scope="session")

@@ -178,7 +178,7 @@ def test_a_bad_baseline_is_one_line_exit_2(tree):
     done = scan("worker", "--baseline", "b.json", cwd=tree)
     assert done.returncode == 2
     assert done.stderr.strip() == ("syncgate scan: error: b.json: schema: expected "
-                                   "'syncgate.scan.baseline/1' (write one with --write-baseline)")
+                                   "'vllm_syncgate.scan.baseline/1' (write one with --write-baseline)")
 
 
 def test_tool_syncgate_in_pyproject_is_found_and_printed(tree):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.callgraph import scan
 
 pytestmark = [pytest.mark.needs_sdist, pytest.mark.slow]
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from syncgate.errors import ScanError
-from syncgate.scan.callgraph import scan
+from vllm_syncgate.errors import ScanError
+from vllm_syncgate.scan.callgraph import scan
 
 FINDING_KEYS = {"file", "line", "qualname", "kind", "api", "guard", "entry", "path"}
 GUARDS = {

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.errors import EnvironmentProblem
-from syncgate.scan.corpus import Release, Score, evaluate, load_corpus, source_root, totals
+from vllm_syncgate.errors import EnvironmentProblem
+from vllm_syncgate.scan.corpus import Release, Score, evaluate, load_corpus, source_root, totals
 
 pytestmark = pytest.mark.slow  # 72 MB from PyPI on first use (~15 s), then ~10 s of CPU
 RELEASES = {r.name: r for r in load_corpus(Path(__file__).parents[2] / "data/scan-corpus/labels.toml")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from syncgate.scan.sources import FileBudget, build_index
+from vllm_syncgate.scan.sources import FileBudget, build_index
 
 RUNNER = "class GPUModelRunner:\n    def execute_model(self):\n        return 1\n"
 

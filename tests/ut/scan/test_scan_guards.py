@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
-from syncgate.errors import ConfigError
-from syncgate.scan.config import load_config, parse_config
-from syncgate.scan.guards import Guard, GuardEvaluator
-from syncgate.scan.values import Facts, Pin, Place, ValueModel
+from vllm_syncgate.errors import ConfigError
+from vllm_syncgate.scan.config import load_config, parse_config
+from vllm_syncgate.scan.guards import Guard, GuardEvaluator
+from vllm_syncgate.scan.values import Facts, Pin, Place, ValueModel
 
 CONFIG = load_config()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.callgraph import scan
 
 
 @pytest.mark.parametrize(

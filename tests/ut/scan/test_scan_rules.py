@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.callgraph import scan
 
 
 def test_rules_fixture_reports_exactly_the_marked_sites(scan_data, expected_sites):

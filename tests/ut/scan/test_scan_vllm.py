@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from syncgate.audit.budgets import load_budgets
-from syncgate.scan.callgraph import ScanResult, scan
+from vllm_syncgate.audit.budgets import load_budgets
+from vllm_syncgate.scan.callgraph import ScanResult, scan
 
 RUNNER = "vllm.v1.worker.gpu_model_runner:GPUModelRunner"
 pytestmark = pytest.mark.slow  # each scan of vllm/v1/worker: ~2 s of CPU

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from syncgate import upstream_sources
-from syncgate.errors import EnvironmentProblem
-from syncgate.upstream_sources import ascend_sdist, wheel_sources
+from vllm_syncgate import upstream_sources
+from vllm_syncgate.errors import EnvironmentProblem
+from vllm_syncgate.upstream_sources import ascend_sdist, wheel_sources
 
 VERSION = "0.23.0.post1"
 TOP = f"vllm_ascend-{VERSION}"

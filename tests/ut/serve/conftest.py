@@ -5,7 +5,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from syncgate.serve.process import ManagedServer, free_port
+from vllm_syncgate.serve.process import ManagedServer, free_port
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "serve"
 

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from syncgate.errors import RequestError
-from syncgate.serve.client import OpenAIClient
+from vllm_syncgate.errors import RequestError
+from vllm_syncgate.serve.client import OpenAIClient
 
 
 def _choice(index, prompt_ids, token_ids, text, finish="length", logprobs=None):

@@ -1,10 +1,10 @@
-"""Every spelling vLLM's parser maps to a reserved option is caught (syncgate.serve.flags)."""
+"""Every spelling vLLM's parser maps to a reserved option is caught (vllm_syncgate.serve.flags)."""
 
 from __future__ import annotations
 
 import pytest
 
-from syncgate.serve.flags import reserved_flag
+from vllm_syncgate.serve.flags import reserved_flag
 
 
 @pytest.mark.parametrize(("token", "option"), [

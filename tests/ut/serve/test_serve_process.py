@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from syncgate.errors import PortInUseError, ServerError, ServerStartError, ServerTimeoutError
-from syncgate.serve.process import LOOPBACK, ensure_port_free, listening, tree
+from vllm_syncgate.errors import PortInUseError, ServerError, ServerStartError, ServerTimeoutError
+from vllm_syncgate.serve.process import LOOPBACK, ensure_port_free, listening, tree
 
 
 def test_healthy_server_tree_is_gone_after_stop(fake_server, gone):

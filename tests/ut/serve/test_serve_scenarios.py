@@ -3,8 +3,8 @@
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from syncgate.serve.client import Completion, OpenAIClient
-from syncgate.serve.scenarios import (
+from vllm_syncgate.serve.client import Completion, OpenAIClient
+from vllm_syncgate.serve.scenarios import (
     CONCURRENCY,
     LONG_BASE,
     PREEMPTION_ROUNDS,

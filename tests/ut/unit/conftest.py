@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from syncgate.npu.harness import AscendSource
+from vllm_syncgate.npu.harness import AscendSource
 
 AFTER_FIX = Path(__file__).resolve().parents[2] / "data" / "npu" / "after_fix"
 RUNNER_FILE = Path("vllm_ascend", "worker", "v2", "model_runner.py")  # the harness's RUNNER_MODULE

@@ -2,8 +2,8 @@
 
 import pytest
 
-from syncgate.npu.harness import AscendSource
-from syncgate.unit.ascend import RULES, npu_property
+from vllm_syncgate.npu.harness import AscendSource
+from vllm_syncgate.unit.ascend import RULES, npu_property
 
 RUNNER_FILE = "vllm_ascend/worker/v2/model_runner.py"
 

@@ -6,7 +6,7 @@ import inspect
 import pytest
 import torch
 
-from syncgate.unit.vllm_probes import installed_targets, probe_vllm
+from vllm_syncgate.unit.vllm_probes import installed_targets, probe_vllm
 
 
 @pytest.fixture(scope="module")

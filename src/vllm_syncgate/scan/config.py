@@ -1,0 +1,105 @@
+"""The scan's name patterns (entry points, guard names, host-side names), read from TOML.
+
+They are data, not code, because every upstream rename (a new speculation flag, a new runner
+class) should be a one-line change that a reviewer can read without knowing the scanner.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from vllm_syncgate.errors import ConfigError
+from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
+
+_SCHEMA: dict[str, tuple[str, ...]] = {
+    "entries": ("classes", "methods", "skip_classes"),
+    "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
+               "warmup_functions", "allowed_contexts", "opt_in", "one_by_default"),
+    "values": ("host", "device", "device_modules"),
+}
+
+# Keys added after the first release: a config written before them stays valid.
+_OPTIONAL = frozenset(
+    {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default"}
+)
+
+
+class Patterns:
+    """fnmatch globs compiled into one regular expression, with answers cached per name."""
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        self.globs = globs
+        self._regex = re.compile("|".join(fnmatch.translate(g) for g in globs) or "(?!)")
+        self._cache: dict[str, bool] = {}
+
+    def match(self, name: str) -> bool:
+        hit = self._cache.get(name)
+        if hit is None:
+            hit = self._cache[name] = self._regex.match(name) is not None
+        return hit
+
+
+@dataclass(frozen=True, eq=False)
+class ScanConfig:
+    entry_classes: Patterns
+    entry_methods: tuple[str, ...]
+    skip_classes: Patterns
+    speculation: Patterns
+    one_without_speculation: Patterns
+    async_scheduling: Patterns
+    warmup: Patterns
+    opt_in: Patterns
+    one_by_default: Patterns
+    warmup_functions: Patterns
+    allowed_contexts: Patterns
+    host: Patterns
+    device: Patterns
+    device_modules: Patterns
+
+
+def default_config_path() -> Path:
+    return Path(str(resources.files("vllm_syncgate") / "scan" / "defaults.toml"))
+
+
+def load_config(path: str | Path | None = None) -> ScanConfig:
+    """Read and validate a scan config (the packaged defaults when ``path`` is None)."""
+    path = Path(path) if path is not None else default_config_path()
+    return parse_config(read_toml(path), str(path))
+
+
+def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
+    values: dict[str, tuple[str, ...]] = {}
+    for table, keys in _SCHEMA.items():
+        section = data.get(table)
+        if not isinstance(section, dict):
+            raise ConfigError(source, table, "missing table")
+        reject_unknown_keys(section, keys, where=table, source=source)
+        for key in keys:
+            raw = section.get(key, [] if key in _OPTIONAL else None)
+            if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+                raise ConfigError(source, f"{table}.{key}", "must be a list of non-empty strings")
+            values[key] = tuple(raw)
+    unknown_tables = set(data) - set(_SCHEMA)
+    if unknown_tables:
+        raise ConfigError(source, sorted(unknown_tables)[0], "unknown table")
+    return ScanConfig(
+        entry_classes=Patterns(values["classes"]),
+        entry_methods=values["methods"],
+        skip_classes=Patterns(values["skip_classes"]),
+        speculation=Patterns(values["speculation"]),
+        one_without_speculation=Patterns(values["one_without_speculation"]),
+        async_scheduling=Patterns(values["async_scheduling"]),
+        warmup=Patterns(values["warmup"]),
+        opt_in=Patterns(values["opt_in"]),
+        one_by_default=Patterns(values["one_by_default"]),
+        warmup_functions=Patterns(values["warmup_functions"]),
+        allowed_contexts=Patterns(values["allowed_contexts"]),
+        host=Patterns(values["host"]),
+        device=Patterns(values["device"]),
+        device_modules=Patterns(values["device_modules"]),
+    )

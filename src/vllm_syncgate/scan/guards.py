@@ -1,0 +1,244 @@
+"""Whether a branch runs in the configuration the gate protects, and if not, what skips it.
+
+The gate protects the decode loop of a warmed-up server in its default mode: no speculation and
+async scheduling off. A guard category means "runs only when X is on", so a condition is
+evaluated in three-valued logic with every mode name falsy: ``self.speculator is not None`` is
+False, ``num_spec_tokens > 0`` is False, ``self.use_async_scheduling`` is False (a sync under
+``not use_async_scheduling`` runs by default and is not guarded), warm-up names are False, and a
+name that is 1 without drafts (``max_gen_len``) compares equal to 1; everything else is unknown.
+A branch whose condition is False there is guarded, and the name that made it False gives the
+guard's category. Unknown conditions guard nothing: a sync behind ``if logprobs is not None``
+still runs on some decode steps. By-design waits pass through allow-lists, never through a guard.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+
+from vllm_syncgate.scan.config import ScanConfig
+from vllm_syncgate.scan.values import Facts, is_none
+
+
+class Guard(str, enum.Enum):
+    """What keeps a sync off the protected path; ordered from weakest to strongest."""
+
+    NONE = "none"
+    UNKNOWN_RESIDENCE = "unknown_residence"  # a readback of a value nothing says is on the device
+    ALLOWED = "allowed"
+    OPT_IN = "opt_in"  # an opt-in feature or deployment (pooling, data parallel, timing, ...)
+    WARMUP = "warmup"
+    ASYNC_SCHEDULING = "async_scheduling"
+    SPECULATION = "speculation"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_RANK = {g: i for i, g in enumerate(Guard)}
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A three-valued truth (None = unknown) and the category of the name that decided it."""
+
+    value: bool | None
+    guard: Guard | None = None
+
+    def negate(self) -> Truth:
+        return Truth(None if self.value is None else not self.value, self.guard)
+
+
+UNKNOWN = Truth(None)
+_TRUTHY_OPS = (ast.IsNot, ast.NotEq, ast.Gt)
+_FALSY_OPS = (ast.Is, ast.Eq, ast.LtE)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One enclosing condition of a site or call: its source, and how it evaluates."""
+
+    source: ast.expr | str  # the test (unparsed only when reported), or a ready description
+    positive: bool
+    truth: Truth
+    line: int
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.source, str):
+            return self.source
+        if self.positive:
+            return ast.unparse(self.source)
+        if isinstance(self.source, ast.UnaryOp) and isinstance(self.source.op, ast.Not):
+            return ast.unparse(self.source.operand)
+        return f"not ({ast.unparse(self.source)})"
+
+    @property
+    def blocks(self) -> Guard | None:
+        """The guard category when this condition is False in the protected configuration."""
+        return self.truth.guard if self.truth.value is False else None
+
+
+class GuardEvaluator:
+    def __init__(self, config: ScanConfig, facts: Facts) -> None:
+        self.config = config
+        self.facts = facts
+        self._function: ast.AST | None = None
+        self._flags: dict[str, ast.expr] = {}
+        self._reading: set[str] = set()
+
+    def bind_function(self, node: ast.AST) -> None:
+        """Local flags (``needs_sync = a and not b``) are looked up on first use."""
+        self._function, self._flags = node, {}
+
+    def _flag(self, name: str) -> ast.expr | None:
+        """The value of a local assigned exactly once, so ``if needs_sync:`` reads through it."""
+        if self._function is not None:
+            counts: dict[str, int] = {}
+            for node in ast.walk(self._function):
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        for name_node in ast.walk(target):
+                            if isinstance(name_node, ast.Name):
+                                counts[name_node.id] = counts.get(name_node.id, 0) + 1
+                    if (
+                        isinstance(node, ast.Assign | ast.AnnAssign)
+                        and isinstance(targets[0], ast.Name)
+                        and node.value is not None
+                    ):
+                        self._flags[targets[0].id] = node.value
+            self._flags = {k: v for k, v in self._flags.items() if counts.get(k) == 1}
+            self._function = None
+        return self._flags.get(name)
+
+    def evaluate(self, test: ast.expr) -> Truth:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.evaluate(test.operand).negate()
+        if isinstance(test, ast.BoolOp):
+            parts = [self.evaluate(v) for v in test.values]
+            decisive = isinstance(test.op, ast.And) is False  # Or: any True decides
+            hits = [p for p in parts if p.value is decisive]
+            if hits:
+                return _strongest(hits)
+            if all(p.value is (not decisive) for p in parts):
+                return _strongest(parts)
+            return UNKNOWN
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self._compare(test.left, test.ops[0], test.comparators[0])
+        return self.atom(test)
+
+    def _compare(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+        single = self._single(left) if isinstance(right, ast.Constant) and right.value == 1 else None
+        if single is not None:
+            # max_gen_len == 1 without drafts, dp_size == 1 without data parallelism
+            if isinstance(op, ast.Eq | ast.LtE):
+                return Truth(True, single)
+            if isinstance(op, ast.NotEq | ast.Gt):
+                return Truth(False, single)
+        subject = self.atom(left)
+        if subject.value is None:
+            return UNKNOWN
+        zero = is_none(right) or (isinstance(right, ast.Constant) and right.value in (0, False))
+        if zero and isinstance(op, _TRUTHY_OPS):
+            return subject
+        if zero and isinstance(op, _FALSY_OPS):
+            return subject.negate()
+        if isinstance(right, ast.Constant) and right.value == 1 and isinstance(op, ast.GtE):
+            return subject
+        numeric = isinstance(right, ast.Constant) and isinstance(right.value, int | float)
+        if subject.guard is Guard.SPECULATION and subject.value is False and not numeric:
+            # spec_config.method == "eagle": without speculation there is no config to match
+            return subject
+        return UNKNOWN
+
+    def atom(self, node: ast.expr) -> Truth:
+        """Truthiness of a name, attribute chain or call in the protected configuration."""
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in ("isinstance", "hasattr", "getattr",
+                                                          "bool", "len"):
+                return self.atom(node.args[0]) if node.args else UNKNOWN
+            return self.atom(func)
+        names = _chain(node)
+        if not names:
+            return UNKNOWN
+        if isinstance(node, ast.Name) and not self._matches(node.id):
+            flag = self._flag(node.id)
+            if flag is not None and node.id not in self._reading:
+                self._reading.add(node.id)  # a = b; b = a must not loop
+                try:
+                    return self.evaluate(flag)
+                finally:
+                    self._reading.discard(node.id)
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr in self.facts.presence
+        ):
+            present, category = self.facts.presence[node.attr]
+            return Truth(present, Guard(category))
+        for name in names:
+            if self.config.speculation.match(name):
+                return Truth(False, Guard.SPECULATION)
+            if self.config.warmup.match(name):
+                return Truth(False, Guard.WARMUP)
+            if self.config.opt_in.match(name):
+                return Truth(False, Guard.OPT_IN)
+        if self.config.async_scheduling.match(names[-1]):
+            return Truth(False, Guard.ASYNC_SCHEDULING)
+        return UNKNOWN
+
+
+    def _matches(self, name: str) -> bool:
+        config = self.config
+        return (
+            config.speculation.match(name)
+            or config.warmup.match(name)
+            or config.async_scheduling.match(name)
+            or config.one_without_speculation.match(name)
+            or config.opt_in.match(name)
+            or config.one_by_default.match(name)
+        )
+
+    def _single(self, node: ast.expr) -> Guard | None:
+        """The mode a name leaves when it is not 1 (``max_gen_len``, ``dp_size``), if any."""
+        names = _chain(node) if isinstance(node, ast.Name | ast.Attribute) else []
+        if not names:
+            return None
+        if self.config.one_without_speculation.match(names[-1]):
+            return Guard.SPECULATION
+        if self.config.one_by_default.match(names[-1]):
+            return Guard.OPT_IN
+        return None
+
+
+def _strongest(parts: list[Truth]) -> Truth:
+    guarded = [p for p in parts if p.guard is not None]
+    if not guarded:
+        return parts[0]
+    return max(guarded, key=lambda p: p.guard.rank if p.guard else -1)
+
+
+def _chain(node: ast.expr) -> list[str]:
+    """Identifiers of ``a.b[c].d`` -> ``[a, b, d]``; empty for anything else."""
+    names: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Name):
+            names.append(node.id)
+            return list(reversed(names))
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return list(reversed(names))

@@ -1,0 +1,162 @@
+"""Scan results for people (text: :mod:`vllm_syncgate.scan.terminal`) and for CI (JSON, SARIF, GitHub).
+
+The JSON is a contract: ``findings[]`` always carries ``file, line, qualname, kind, api, guard,
+entry, path``; more keys may be added, none removed or renamed. Counting is by site first
+(``sites``, ``failing_sites``), site x entry pairs second (``pairs``, ``failing_pairs``; the older
+``findings`` and ``failing`` are the same pair counts). ``failing_only`` keeps only the findings
+that fail the gate in every format; the summary still describes the whole scan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vllm_syncgate import __version__
+from vllm_syncgate.audit.events import SyncKind
+from vllm_syncgate.ci_summary import md_cell
+from vllm_syncgate.fixhints import fix_line
+from vllm_syncgate.scan.callgraph import Finding, ScanResult
+from vllm_syncgate.scan.terminal import Counts, sites, to_terminal
+from vllm_syncgate.workflow_commands import workflow_command
+
+SCHEMA_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_RULE_TEXT = {
+    SyncKind.DEVICE_SYNC: "device-wide synchronize on a per-step path",
+    SyncKind.STREAM_SYNC: "stream synchronize on a per-step path",
+    SyncKind.EVENT_SYNC: "event synchronize on a per-step path",
+    SyncKind.BLOCKING_READBACK: "device value read back on the host on a per-step path",
+    SyncKind.BLOCKING_COPY: "device-to-host copy the host waits for on a per-step path",
+}
+
+
+def _shown(result: ScanResult, failing_only: bool) -> list[Finding]:
+    return result.failing if failing_only else result.findings
+
+
+def fix_text(finding: Finding, device: str = "<device>") -> str:
+    """The fix of a failing finding, one line (JSON ``fix``, SARIF and GitHub messages)."""
+    return fix_line(finding.symbol, finding.kind, inline=True, device=device)
+
+
+def to_json(result: ScanResult, *, failing_only: bool = False,
+            settings: dict[str, Any] | None = None, device: str = "<device>") -> str:
+    counts = Counts.of(result)
+    data = {
+        "schema": SCHEMA_VERSION,
+        "tool": f"syncgate {__version__}",
+        "findings": [f.to_json() | ({"fix": fix_text(f, device)} if f.gates else {})
+                     for f in _shown(result, failing_only)],
+        "summary": {
+            "files": result.files,
+            "lines": result.lines,
+            "counting": "sites",  # sites first; pairs = site x entry point
+            "sites": counts.sites,
+            "failing_sites": counts.failing_sites,
+            "pairs": counts.pairs,
+            "failing_pairs": counts.failing_pairs,
+            "findings": counts.pairs,  # site x entry pairs (as before)
+            "failing": counts.failing_pairs,  # site x entry pairs that fail the gate (as before)
+            "by_guard": _count(result.findings, lambda f: f.guard),
+        },
+        "settings": settings,
+        "entries": result.entries,
+        "problems": [{"file": p.file, "reason": p.reason} for p in result.problems],
+        "skipped": [{"file": p.file, "reason": p.reason} for p in result.skipped],
+        "warnings": result.warnings,
+    }
+    return json.dumps(data, indent=2)
+
+
+def to_sarif(result: ScanResult, *, failing_only: bool = False, device: str = "<device>") -> str:
+    rules = [
+        {"id": kind.value, "shortDescription": {"text": text}} for kind, text in _RULE_TEXT.items()
+    ]
+    results = []
+    for finding in _shown(result, failing_only):
+        text = _message(finding) + (f"; {fix_text(finding, device)}" if finding.gates else "")
+        results.append({
+            "ruleId": finding.kind,
+            "level": "error" if finding.gates else "note",
+            "message": {"text": text},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": finding.file},
+                    "region": {"startLine": finding.line},
+                },
+                "logicalLocations": [{"fullyQualifiedName": finding.symbol, "kind": "function"}],
+            }],
+            "properties": {"guard": finding.guard, "entry": finding.entry,
+                           "path": list(finding.path), "api": finding.api},
+        })
+    sarif = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "syncgate-scan", "version": __version__, "rules": rules}},
+            "results": results,
+        }],
+    }
+    return json.dumps(sarif, indent=2)
+
+
+def to_github(result: ScanResult, *, device: str = "<device>") -> str:
+    """One ``::error`` per failing call site (with its entry points and fix), then one summary
+    line. Nothing for guarded sites: GitHub shows about 10 annotations per step."""
+    lines = []
+    for site in sites(result.failing):
+        first = site.first
+        message = (f"{first.api} ({first.kind}) in {first.qualname}, reachable from "
+                   f"{', '.join(site.entries)}; {fix_text(first, device)}")
+        lines.append(workflow_command("error", message, file=first.file, line=first.line,
+                                      title=f"syncgate scan: {first.kind}"))
+    for problem in result.problems:
+        lines.append(workflow_command("warning", "not scanned: " + problem.reason,
+                                      file=problem.file))
+    lines.append(f"syncgate scan: {Counts.of(result).line()}")
+    return "\n".join(lines)
+
+
+def to_markdown(result: ScanResult) -> str:
+    """The job summary: the counts, then a row per failing site with its entry points."""
+    counts = Counts.of(result)
+    lines = [f"## syncgate scan: {counts.line()}", ""]
+    failing = sites(result.failing)
+    if failing:
+        lines += ["| site | kind | call | entry points |", "|---|---|---|---|"]
+        lines += [f"| `{s.first.file}:{s.first.line}` | {s.first.kind} | `{md_cell(s.first.api)}` | "
+                  f"{md_cell(', '.join(s.entries))} |" for s in failing]
+        lines += ["", "Each failure's fix is in the scan's output and annotations "
+                  "(or allow it: `# syncgate: allow[kind] reason`)."]
+    lines.append(f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points")
+    return "\n".join(lines) + "\n"
+
+
+def to_text(result: ScanResult, *, failing_only: bool = False, verbose: bool = False,
+            colour: bool = False, header: Sequence[str] = (), device: str = "<device>") -> str:
+    """The linter-style text (:func:`vllm_syncgate.scan.terminal.to_terminal`)."""
+    return to_terminal(result, verbose=verbose and not failing_only, colour=colour, header=header,
+                       device=device)
+
+
+FORMATS: dict[str, Callable[..., str]] = {
+    "text": to_text,
+    "json": to_json,
+    "sarif": to_sarif,
+    "github": to_github,
+}
+
+
+def _message(finding: Finding) -> str:
+    text = (f"{finding.api} ({finding.kind}) in {finding.qualname}, reachable from "
+            f"{finding.entry} via {' -> '.join(finding.path)}; guard: {finding.guard}")
+    return text + (f" ({finding.reason})" if finding.reason else "")
+
+
+def _count(findings: list[Finding], key: Callable[[Finding], str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[key(finding)] = counts.get(key(finding), 0) + 1
+    return counts

@@ -1,0 +1,419 @@
+"""Find, read and parse the scanned files; index their classes, methods and functions.
+
+Nothing is imported: the runners need CUDA, torch_npu or a whole vLLM install to import, and a
+scan must work on a bare source tree of any version. Base classes are resolved by name through
+each module's imports, so ``class NPUModelRunner(GPUModelRunner)`` in vllm-ascend links to
+vLLM's class when both trees are scanned together.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from vllm_syncgate.errors import ScanError
+from vllm_syncgate.safeio import TooLarge, read_regular
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(eq=False)
+class SourceModule:
+    path: Path
+    display: str  # the path as reported (relative to the working directory when below it)
+    name: str  # dotted module name, from the enclosing packages
+    tree: ast.Module
+    lines: list[str]
+    # local name -> (module, attribute) for ``from M import A as local``; (module, "") for imports
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    module: SourceModule
+    node: ast.ClassDef
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    bases: list[ClassInfo] = field(default_factory=list)
+
+    @property
+    def symbol(self) -> str:
+        return f"{self.module.name}:{self.name}"
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    name: str
+    qualname: str  # ``Class.method`` or ``function``
+    module: SourceModule
+    node: FunctionNode
+    owner: ClassInfo | None = None
+
+    @property
+    def symbol(self) -> str:
+        """``module:qualname``, the form budget allow-lists match."""
+        return f"{self.module.name}:{self.qualname}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that was not scanned, and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass
+class SourceIndex:
+    modules: list[SourceModule] = field(default_factory=list)
+    classes: list[ClassInfo] = field(default_factory=list)
+    functions: dict[tuple[str, str], FunctionInfo] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lines: int = 0
+    _by_module: dict[tuple[str, str], ClassInfo] = field(default_factory=dict, repr=False)
+    _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
+    _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
+    _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
+
+    def mro(self, cls: ClassInfo) -> list[ClassInfo]:
+        """Depth-first, left-to-right, duplicates after their first occurrence removed.
+
+        Close enough to C3 for runner hierarchies (single inheritance plus mixins).
+        """
+        cached = self._mro.get(id(cls))
+        if cached is not None:
+            return cached
+        order: list[ClassInfo] = []
+        self._mro[id(cls)] = order
+        stack = [cls]
+        seen: set[int] = set()
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            order.append(current)
+            stack.extend(reversed(current.bases))
+        return order
+
+    def lookup(
+        self, cls: ClassInfo, method: str, after: ClassInfo | None = None
+    ) -> FunctionInfo | None:
+        """Resolve ``self.method`` (or ``super().method`` when ``after`` is the defining class)."""
+        chain = self.mro(cls)
+        if after is not None:
+            position = next((i for i, c in enumerate(chain) if c is after), None)
+            if position is None:
+                return None
+            chain = chain[position + 1 :]
+        for candidate in chain:
+            found = candidate.methods.get(method)
+            if found is not None:
+                return found
+        return None
+
+    def resolve_class(self, module: SourceModule, name: str) -> ClassInfo | None:
+        """A class named in ``module`` (directly, via an import, or as a dotted path)."""
+        if not self._by_module:
+            self._by_module = {(c.module.name, c.name): c for c in self.classes}
+            for c in self.classes:
+                self._by_name.setdefault(c.name, []).append(c)
+        return self._resolve(module, name, self._by_module)
+
+    def record_methods(self, name: str) -> list[FunctionInfo]:
+        """Methods called ``name`` of record classes (NamedTuple, dataclass): the containers the
+        model and sampler return, whose methods a caller reaches without knowing the class."""
+        if self._records is None:
+            self._records = {}
+            for cls in self.classes:
+                if is_record(cls.node):
+                    for method_name, function in cls.methods.items():
+                        self._records.setdefault(method_name, []).append(function)
+        return self._records.get(name, [])
+
+    def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
+        target = module.imports.get(name)
+        if target is not None and target[1]:
+            return self.functions.get(target)
+        return self.functions.get((module.name, name))
+
+    def _resolve(
+        self, module: SourceModule, dotted: str, table: dict[tuple[str, str], ClassInfo]
+    ) -> ClassInfo | None:
+        head, _, rest = dotted.partition(".")
+        imported = module.imports.get(head)
+        if imported is not None:
+            mod, attr = imported
+            qualified = f"{mod}.{attr}".strip(".") if attr else mod
+            full = f"{qualified}.{rest}" if rest else qualified
+            parent, _, leaf = full.rpartition(".")
+            if (parent, leaf) in table:
+                return table[(parent, leaf)]
+        local = table.get((module.name, dotted))
+        if local is not None:
+            return local
+        same_name = self._by_name.get(dotted.rpartition(".")[2], [])
+        return same_name[0] if len(same_name) == 1 else None
+
+
+def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
+    """Every ``.py`` file under the given paths; a given file is taken whatever its suffix."""
+    files: list[tuple[Path, str]] = []
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise ScanError(f"{missing[0]}: no such file or directory")
+    cwd = Path.cwd()
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            files.append((path, _display(path, cwd)))
+            continue
+        for file in sorted(path.rglob("*.py")):
+            folders = file.relative_to(path).parts[:-1]
+            if any(part.startswith(".") or part == "__pycache__" for part in folders):
+                continue  # .git, .venv, .tox inside a scanned tree
+            files.append((file, _display(file, cwd)))
+    return files
+
+
+def _display(file: Path, cwd: Path) -> str:
+    try:
+        return str(Path(os.path.realpath(file)).relative_to(cwd))
+    except ValueError:
+        return str(file)
+
+
+def module_name(path: Path) -> str:
+    """Dotted name from the chain of enclosing packages (directories with ``__init__.py``)."""
+    path = path.resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    parent = path.parent
+    while (parent / "__init__.py").is_file():
+        parts.append(parent.name)
+        parent = parent.parent
+    return ".".join(reversed(parts)) or path.stem
+
+
+@dataclass(frozen=True)
+class FileBudget:
+    """What one file may cost before it is skipped (with a warning; the rest is scanned).
+
+    Bytes bound reading and parsing; AST depth bounds the recursive analysis (vLLM's deepest
+    file is under 30); seconds bound the read and parse of a file the two others let through.
+    """
+
+    max_bytes: int = 2 << 20
+    max_depth: int = 100
+    max_seconds: float = 10.0
+
+
+def build_index(paths: list[str], budget: FileBudget = FileBudget()) -> SourceIndex:
+    index = SourceIndex()
+    seen: set[Path] = set()
+    for path, display in collect_files(paths):
+        real = Path(os.path.realpath(path))  # never raises, also on a symlink loop
+        if real in seen:
+            continue
+        seen.add(real)
+        module = _parse(path, display, index, budget)
+        if module is not None:
+            index.modules.append(module)
+            index.lines += len(module.lines)
+    _rebase(index)
+    for module in index.modules:
+        _index_module(module, index)
+    for cls in index.classes:
+        for base in cls.node.bases:
+            name = dotted(base)
+            resolved = index.resolve_class(cls.module, name) if name else None
+            if resolved is not None and resolved is not cls:
+                cls.bases.append(resolved)
+    return index
+
+
+def _parse(path: Path, display: str, index: SourceIndex, budget: FileBudget) -> SourceModule | None:
+    started = time.monotonic()
+    try:
+        data = read_regular(path, budget.max_bytes)  # a FIFO named *.py must not block the scan
+    except TooLarge:
+        index.skipped.append(Problem(display, f"larger than {budget.max_bytes} bytes "
+                                              "(--max-file-bytes)"))
+        return None
+    except OSError as exc:
+        index.problems.append(Problem(display, f"cannot be read ({exc.strerror})"))
+        return None
+    if b"\0" in data:
+        index.skipped.append(Problem(display, "binary file"))
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        index.skipped.append(Problem(display, "not UTF-8 text"))
+        return None
+    try:
+        tree = ast.parse(text, filename=display)
+    except SyntaxError as exc:
+        index.problems.append(Problem(display, f"syntax error at line {exc.lineno}: {exc.msg}"))
+        return None
+    except (RecursionError, MemoryError):
+        index.skipped.append(Problem(display, "nested too deeply to parse"))
+        return None
+    if _depth(tree) > budget.max_depth:
+        index.skipped.append(Problem(display, f"syntax nested deeper than {budget.max_depth} "
+                                              "levels (--max-file-depth)"))
+        return None
+    elapsed = time.monotonic() - started
+    if elapsed > budget.max_seconds:
+        index.skipped.append(Problem(display, f"took {elapsed:.1f} s to read and parse "
+                                              f"(--max-file-seconds {budget.max_seconds:g})"))
+        return None
+    module = SourceModule(path, display, module_name(path), tree, text.splitlines())
+    _read_imports(module)
+    return module
+
+
+def _read_imports(module: SourceModule) -> None:
+    package = module.name if module.path.stem == "__init__" else module.name.rpartition(".")[0]
+    module.imports.clear()
+    for node in _imports(module.tree.body):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            for alias in node.names:
+                module.imports[alias.asname or alias.name] = (base, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    module.imports[alias.asname] = (alias.name, "")
+
+
+def _rebase(index: SourceIndex) -> None:
+    """Full module names for a subtree whose parent packages lack ``__init__.py``.
+
+    ``vllm_ascend/worker`` copied without ``vllm_ascend/__init__.py`` names its modules
+    ``worker.*``, and allow rules written for ``vllm_ascend.worker.*`` would silently stop
+    matching. The scanned files' own absolute imports (``from vllm_ascend.worker.x import``)
+    tell the missing prefix; when they disagree the scan says so in one line.
+    """
+    imported: set[str] = set()
+    for module in index.modules:
+        for node in _imports(module.tree.body):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    groups: dict[str, list[SourceModule]] = {}
+    for module in index.modules:
+        if "." in module.name:
+            top = module.name.split(".")[0]
+            root = next((p for p in module.path.absolute().parents if p.name == top), None)
+            groups.setdefault(str(root), []).append(module)
+    for root, modules in groups.items():
+        prefixes = {
+            name[: -len(module.name)]
+            for module in modules
+            for name in imported
+            if name.endswith("." + module.name)
+        }
+        if len(prefixes) == 1:
+            prefix = prefixes.pop()
+            for module in modules:
+                module.name = prefix + module.name
+                _read_imports(module)
+        elif prefixes:
+            shown = ", ".join(sorted(p.rstrip(".") for p in prefixes))
+            index.warnings.append(
+                f"{root}: no __init__.py above it and its imports disagree on its package "
+                f"({shown}); module names start at {Path(root).name}, so allow rules written "
+                f"for the full names do not match"
+            )
+
+
+def _depth(tree: ast.AST) -> int:
+    """The deepest nesting of ``tree``, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _conditional(body: list[ast.stmt], kinds: tuple[type, ...], *,
+                 handlers: bool) -> list[ast.stmt]:
+    """Statements of ``kinds`` in ``body``, also those under ``if ...:`` and ``try:`` blocks (and
+    their ``except`` handlers when ``handlers``), in source order."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, kinds):
+            found.append(node)
+        elif isinstance(node, ast.If | ast.Try):
+            blocks = [node.body, node.orelse, getattr(node, "finalbody", [])]
+            if handlers:
+                blocks += [h.body for h in getattr(node, "handlers", [])]
+            for block in blocks:
+                found.extend(_conditional(block, kinds, handlers=handlers))
+    return found
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level imports, also those under ``if TYPE_CHECKING:`` and ``try:``."""
+    return _conditional(body, (ast.Import, ast.ImportFrom), handlers=True)
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".") if package else []
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _index_module(module: SourceModule, index: SourceIndex) -> None:
+    for node in module.tree.body:
+        if isinstance(node, ast.ClassDef):
+            cls = ClassInfo(node.name, module, node)
+            for item in _class_functions(node.body):
+                if item.name in cls.methods and item not in node.body:
+                    continue  # a version-specific alternative of a method already seen
+                cls.methods[item.name] = FunctionInfo(
+                    item.name, f"{node.name}.{item.name}", module, item, cls
+                )
+            index.classes.append(cls)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            index.functions[(module.name, node.name)] = FunctionInfo(
+                node.name, node.name, module, node
+            )
+
+
+def is_record(node: ast.ClassDef) -> bool:
+    """A NamedTuple or a dataclass: a container of named fields."""
+    bases = {dotted(b).rpartition(".")[2] for b in node.bases}
+    decorators = {dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2]
+                  for d in node.decorator_list}
+    return "NamedTuple" in bases or "dataclass" in decorators
+
+
+def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
+    """Methods of a class body, also those under a class-level ``if vllm_version_is(...):`` or
+    ``try:`` (vllm-ascend defines version-specific methods that way): a plain redefinition
+    replaces a method as in Python, of conditional alternatives the first one is taken."""
+    methods = _conditional(body, (ast.FunctionDef, ast.AsyncFunctionDef), handlers=False)
+    return cast(list[FunctionNode], methods)
+
+
+def dotted(node: ast.expr) -> str:
+    """``a.b.c`` for a Name/Attribute chain (``Generic[T]`` gives ``Generic``), else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    if isinstance(node, ast.Subscript):
+        return dotted(node.value)
+    return ""
