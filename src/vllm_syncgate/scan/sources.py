@@ -17,6 +17,7 @@ from typing import cast
 
 from vllm_syncgate.errors import ScanError
 from vllm_syncgate.safeio import TooLarge, read_regular
+from vllm_syncgate.scan.lines import python_lines
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -273,7 +274,7 @@ def _parse(path: Path, display: str, index: SourceIndex, budget: FileBudget) -> 
         index.skipped.append(Problem(display, f"took {elapsed:.1f} s to read and parse "
                                               f"(--max-file-seconds {budget.max_seconds:g})"))
         return None
-    module = SourceModule(path, display, module_name(path), tree, text.splitlines())
+    module = SourceModule(path, display, module_name(path), tree, python_lines(text))
     _read_imports(module)
     return module
 
