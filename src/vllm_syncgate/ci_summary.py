@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 from vllm_syncgate.errors import ReportDirError
-from vllm_syncgate.reportfiles import printable
+from vllm_syncgate.escaping import terminal_block
+from vllm_syncgate.safeio import append_regular
 
 ENV = "GITHUB_STEP_SUMMARY"
 
@@ -21,13 +22,12 @@ def summary_path(option: str | None) -> Path | None:
 
 
 def append_summary(path: Path, markdown: str) -> None:
+    """Append one section; a FIFO or device is refused with one line, never waited on. The
+    caller escapes its cells (:mod:`vllm_syncgate.escaping`); control bytes left over (log text)
+    are shown as ``\\xNN`` here."""
+    data = (terminal_block(markdown.rstrip("\n")) + "\n\n").encode("utf-8")
     try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(printable(markdown.rstrip("\n")) + "\n\n")  # log text may hold escapes
+        append_regular(path, data)
     except OSError as exc:
-        raise ReportDirError(f"{path}: cannot write the job summary ({exc.strerror})") from None
-
-
-def md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+        where = terminal_block(str(path))
+        raise ReportDirError(f"{where}: cannot write the job summary ({exc.strerror})") from None

@@ -1,4 +1,5 @@
-"""Reading files a user or a CI log names: regular files only, bounded in size and nesting.
+"""Reading and appending to files a user or a CI log names: regular files only, never blocking,
+bounded in size and nesting.
 
 A path on the command line or in a profile may be a FIFO (opening it blocks until a writer
 comes), a device (``/dev/zero`` never ends) or a huge file; a JSON or TOML document may nest
@@ -42,6 +43,30 @@ def open_regular(path: str | Path) -> IO[bytes]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def append_regular(path: str | Path, data: bytes) -> None:
+    """Append ``data`` to regular file ``path`` (created if missing); a FIFO, socket or device is
+    :class:`NotRegularFile` at once instead of a write that blocks or goes nowhere."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def read_regular(path: str | Path, limit: int = MAX_DATA_BYTES) -> bytes:

@@ -28,7 +28,7 @@ from vllm_syncgate.check.report import (
     table,
     to_json,
 )
-from vllm_syncgate.ci_summary import md_cell
+from vllm_syncgate.escaping import md_text
 from vllm_syncgate.reportfiles import write_all
 from vllm_syncgate.sitepaths import user_path
 
@@ -79,11 +79,11 @@ def markdown(levels: Sequence[LevelResult], serve: CheckResult | None,
         failing = [c for c in level.cases if not c.passed]
         detail = level.reason or "; ".join(f"{c.name}: {c.detail}" for c in failing[:3])
         time = f"{level.duration_s:.1f} s" if level.status not in (SKIPPED, NOT_RUN) else "-"
-        lines.append(f"| {level.name} | {status_word(level)} | {time} | {md_cell(detail)} |")
+        lines.append(f"| {level.name} | {status_word(level)} | {time} | {md_text(detail)} |")
     if serve is not None:
         scenario_failures = failure_lines(serve)
         if scenario_failures:
-            lines += ["", "### Failures", ""] + [f"- {md_cell(line)}" for line in scenario_failures]
+            lines += ["", "### Failures", ""] + [f"- {md_text(line)}" for line in scenario_failures]
         hints = fix_hints(serve)
         if hints:
             lines += ["", "### How to fix", "", "```", *hints, "```"]

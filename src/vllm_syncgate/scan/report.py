@@ -15,7 +15,7 @@ from typing import Any
 
 from vllm_syncgate import __version__
 from vllm_syncgate.audit.events import SyncKind
-from vllm_syncgate.ci_summary import md_cell
+from vllm_syncgate.escaping import json_safe, md_code, md_text
 from vllm_syncgate.fixhints import fix_line
 from vllm_syncgate.scan.callgraph import Finding, ScanResult
 from vllm_syncgate.scan.terminal import Counts, sites, to_terminal
@@ -67,7 +67,7 @@ def to_json(result: ScanResult, *, failing_only: bool = False,
         "skipped": [{"file": p.file, "reason": p.reason} for p in result.skipped],
         "warnings": result.warnings,
     }
-    return json.dumps(data, indent=2)
+    return json.dumps(json_safe(data), indent=2)
 
 
 def to_sarif(result: ScanResult, *, failing_only: bool = False, device: str = "<device>") -> str:
@@ -99,7 +99,7 @@ def to_sarif(result: ScanResult, *, failing_only: bool = False, device: str = "<
             "results": results,
         }],
     }
-    return json.dumps(sarif, indent=2)
+    return json.dumps(json_safe(sarif), indent=2)
 
 
 def to_github(result: ScanResult, *, device: str = "<device>") -> str:
@@ -126,8 +126,8 @@ def to_markdown(result: ScanResult) -> str:
     failing = sites(result.failing)
     if failing:
         lines += ["| site | kind | call | entry points |", "|---|---|---|---|"]
-        lines += [f"| `{s.first.file}:{s.first.line}` | {s.first.kind} | `{md_cell(s.first.api)}` | "
-                  f"{md_cell(', '.join(s.entries))} |" for s in failing]
+        lines += [f"| {md_code(f'{s.first.file}:{s.first.line}')} | {md_text(s.first.kind)} | "
+                  f"{md_code(s.first.api)} | {md_text(', '.join(s.entries))} |" for s in failing]
         lines += ["", "Each failure's fix is in the scan's output and annotations "
                   "(or allow it: `# syncgate: allow[kind] reason`)."]
     lines.append(f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points")

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TextIO
 
+from vllm_syncgate.escaping import each_text, terminal
 from vllm_syncgate.fixhints import fix_lines
 from vllm_syncgate.scan.callgraph import Finding, ScanResult
 
@@ -77,10 +78,14 @@ class Counts:
 
 def to_terminal(result: ScanResult, *, verbose: bool = False, colour: bool = False,
                 header: Iterable[str] = (), device: str = "<device>") -> str:
+    """The text report; every name from the tree passes :func:`~vllm_syncgate.escaping.terminal`
+    first, so a file name cannot carry a newline or an escape sequence onto the screen."""
+    result = each_text(result, terminal)
+
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if colour else text
 
-    out = [paint(_DIM, line) for line in header]
+    out = [paint(_DIM, terminal(line)) for line in header]
     shown = [s for s in sites(result.findings) if verbose or s.gates]
     for site in shown:
         first = site.first
