@@ -11,6 +11,7 @@ from pathlib import Path
 from vllm_syncgate.ci_summary import append_summary, summary_path
 from vllm_syncgate.commands.flags import deprecation
 from vllm_syncgate.errors import EXIT_OK
+from vllm_syncgate.escaping import terminal
 from vllm_syncgate.profiles import DEVICES
 from vllm_syncgate.reportfiles import write_all
 from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
@@ -94,16 +95,18 @@ def run(args: argparse.Namespace) -> int:
         file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds)))
     result = project.result
     if project.settings.source is not None and args.format != "text":  # text prints it first
-        print(f"syncgate scan: {project.settings.header()}", file=sys.stderr)
+        print(f"syncgate scan: {terminal(project.settings.header())}", file=sys.stderr)
     for warning in result.warnings:
-        print(f"syncgate scan: warning: {warning}", file=sys.stderr)
+        print(f"syncgate scan: warning: {terminal(warning)}", file=sys.stderr)
     for problem in result.problems:
-        print(f"syncgate scan: warning: {problem.file}: {problem.reason}", file=sys.stderr)
+        print(f"syncgate scan: warning: {terminal(f'{problem.file}: {problem.reason}')}",
+              file=sys.stderr)
     for skipped in result.skipped:
-        print(f"syncgate scan: skipped {skipped.file}: {skipped.reason}", file=sys.stderr)
+        print(f"syncgate scan: skipped {terminal(f'{skipped.file}: {skipped.reason}')}",
+              file=sys.stderr)
     for entry in project.fixed:
-        print(f"syncgate scan: fixed since the baseline: {entry['file']} {entry['qualname']} "
-              f"{entry['kind']} {entry['api']}", file=sys.stderr)
+        known = f"{entry['file']} {entry['qualname']} {entry['kind']} {entry['api']}"
+        print(f"syncgate scan: fixed since the baseline: {terminal(known)}", file=sys.stderr)
     if project.baseline_written is not None:
         print(f"syncgate scan: wrote {project.baseline_written} known failing site(s) to "
               f"{args.write_baseline}", file=sys.stderr)
