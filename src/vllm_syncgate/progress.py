@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+from vllm_syncgate.escaping import terminal
+
 Say = Callable[[str], None]
 
 
@@ -26,7 +28,7 @@ def make_say(stream: TextIO | None = None, quiet: bool = False,
     def say(message: str) -> None:
         if quiet:
             return
-        line = message.replace("\r", "\\r").replace("\n", " ")
+        line = terminal(message)  # names from a tree or a log: no ESC, CR or newline passes
         print(f"[{time.monotonic() - origin:6.1f}s] {line}", file=stream or sys.stderr, flush=True)
 
     return say

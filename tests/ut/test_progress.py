@@ -8,15 +8,16 @@ import time
 from vllm_syncgate.progress import make_say, ticking
 
 
-def test_say_writes_whole_lines_and_escapes_carriage_returns():
+def test_say_writes_whole_lines_and_escapes_control_characters():
     out = io.StringIO()
     say = make_say(out, started=time.monotonic())
     say("booting\r 50%")
     say("two\nlines")
+    say("title \x1b]0;owned\x07 \udcff")
     text = out.getvalue()
-    assert "\r" not in text
-    assert [line.split("] ", 1)[1] for line in text.splitlines()] == ["booting\\r 50%",
-                                                                      "two lines"]
+    assert "\r" not in text and "\x1b" not in text
+    assert [line.split("] ", 1)[1] for line in text.splitlines()] == [
+        "booting\\x0d 50%", "two\\x0alines", "title \\x1b]0;owned\\x07 \\xff"]
     assert text.endswith("\n")
 
 

@@ -33,6 +33,7 @@ from vllm_syncgate.check.levels import (
 )
 from vllm_syncgate.check.levels import LevelResult as _LevelResult
 from vllm_syncgate.check.levels_report import markdown, sections, summary, write_level_reports
+from vllm_syncgate.check.merge import merge, plan_arguments, select_groups, write_fanout
 from vllm_syncgate.check.plan import left_out_by_quick
 from vllm_syncgate.check.report import fix_hints
 from vllm_syncgate.check.run import Say
@@ -40,6 +41,7 @@ from vllm_syncgate.ci_summary import append_summary, summary_path
 from vllm_syncgate.commands.flags import renamed
 from vllm_syncgate.environment import format_header
 from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
+from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from vllm_syncgate.progress import make_say, ticking
@@ -55,10 +57,19 @@ EXAMPLES = """
   syncgate check --levels scan,unit --source ~/vllm  # your branch, no server, any machine
   syncgate check --device npu --rehearse           # the NPU profile rehearsed on this CPU stack
   syncgate check --profile my.toml --model DIR --report-dir out/
+  syncgate check --groups v1,v1-async --report-dir out/a   # one CI matrix job's share
+  syncgate check merge out/a out/b --report-dir out/all   # the one verdict of all the shares
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=["merge"],
+                        help="merge: join the report directories of `check --groups` jobs into "
+                        "one verdict and report (written to --report-dir)")
+    parser.add_argument("dirs", nargs="*", metavar="DIR", help="report directories to merge")
+    parser.add_argument("--groups", metavar="NAME[,NAME]",
+                        help="run only these server groups of the profile (one CI matrix job "
+                        "each); also writes fanout.json for `syncgate check merge`")
     parser.add_argument("--device", choices=DEVICES, default=None,
                         help="device profile (default: cpu, or the --profile file's device)")
     parser.add_argument("--model", metavar="DIR", help="model directory (default: the profile's "
@@ -99,11 +110,18 @@ def _quick_help() -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    if args.action == "merge":
+        merged = merge(args.dirs, args.report_dir)
+        print(format_header(merged.env), flush=True)
+        return _conclude(merged.plan, merged.levels, merged.result, merged.env, args, started)
     say = make_say(quiet=args.quiet, started=started)
     selected = parse_levels(args.levels)
     sources = resolve_sources(args.source)
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
                      rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
+    planned = plan.groups
+    if args.groups is not None:
+        plan = select_groups(plan, args.groups)
     env = env_header(plan)
     print(format_header(env), flush=True)
     if plan.rehearsal is not None:
@@ -138,12 +156,22 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
                                                for lv in levels}}
+    if args.groups is not None:
+        write_fanout(plan.report_dir, plan_arguments(args), planned, plan, result,
+                     None if serve is None else serve[0].reference.result(),
+                     None if serve is None else serve[0].model.path)
+    return _conclude(plan, levels, result, env, args, started)
+
+
+def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None,
+              env: dict[str, Any], args: argparse.Namespace, started: float) -> int:
+    """The report files, the terminal sections and the verdict line: a run's or a merge's."""
     paths = write_level_reports(plan.report_dir, levels, result, env)
-    print(sections(levels, result))
+    print(terminal_block(sections(levels, result)))  # level reasons name files from the tree
     for line in failure_lines(result) if result is not None else ():
-        print(f"FAIL {line}")
+        print(f"FAIL {terminal(line)}")
     for line in fix_hints(result) if result is not None else ():
-        print(f"  {line}")
+        print(f"  {terminal(line)}")
     print("report: " + "  ".join(f"{key}: {path}" for key, path in paths.items()))
     what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
     verdict = passed(levels)
@@ -184,5 +212,5 @@ def _server_errors(call: Callable[[], T]) -> T:
         return call()
     except ServerError as exc:
         for line in getattr(exc, "log_tail", ()):
-            print(f"  | {line}", file=sys.stderr)
+            print(f"  | {terminal(line)}", file=sys.stderr)
         raise
