@@ -12,6 +12,10 @@ bytes XML 1.0 cannot carry; :func:`printable` turns those into visible ``\\xNN``
 Temporary files are private (``mkstemp``: 0600) while they are written; each gets the mode a
 plain ``open()`` would have given it (0644 under umask 022) before it is swapped in, so an
 artifact upload or another user of a shared container can read the report.
+
+Reports nobody asked a place for go to :data:`CACHE_DIR` in the working directory, a folder
+that ignores itself (a ``.gitignore`` of ``*``, as ``.pytest_cache`` and ``.ruff_cache`` have),
+so a run inside a checkout never leaves files that end up in a commit.
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ from vllm_syncgate.errors import ReportDirError
 #: A file's content, or a function that writes it to the path it is given.
 Content = str | bytes | Callable[[Path], None]
 
+#: The self-ignoring folder, relative to the working directory, that holds default report dirs.
+CACHE_DIR = ".syncgate_cache"
+_CACHE_FILES = {
+    ".gitignore": "# created by syncgate: this folder holds reports and caches, never commit it\n*\n",
+    # the Cache Directory Tagging Specification: backup tools skip the folder
+    "CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n"
+                    "# This file is a cache directory tag created by syncgate.\n",
+}
+
 # C0 controls except TAB/LF, DEL, C1 controls, and the two non-characters XML forbids.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff]")
 
@@ -36,6 +49,21 @@ def printable(text: str) -> str:
     """``text`` with control characters shown as ``\\xNN`` (TAB and newline kept)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                         else f"\\u{ord(m.group()):04x}", text)
+
+
+def default_report_dir(command: str, base: Path | None = None) -> Path:
+    """``CACHE_DIR/command`` under ``base`` (the working directory), the cache folder made first.
+
+    The folder's ``.gitignore`` and ``CACHEDIR.TAG`` are written whenever missing, so a folder
+    made by an older syncgate, or one whose ``.gitignore`` was deleted, ignores itself again.
+    Raises :class:`ReportDirError` when the folder cannot be made.
+    """
+    cache = (Path.cwd() if base is None else Path(base)) / CACHE_DIR
+    _make_dirs(cache, "the report cache")
+    missing = {name: text for name, text in _CACHE_FILES.items() if not (cache / name).exists()}
+    if missing:
+        write_all(cache, missing, what="the report cache", create=False)
+    return cache / command
 
 
 def write_all(directory: Path, files: Mapping[str, Content], what: str = "the report",

