@@ -58,7 +58,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser with the subcommands ``names`` (all of them by default)."""
     parser = _Parser(
         prog="syncgate",
         description="Prove vLLM runners do not block the host on the device in the decode loop.",
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"syncgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in names:
         module = importlib.import_module(f"vllm_syncgate.commands.{name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  epilog="examples:\n" + module.EXAMPLES.strip("\n")
@@ -78,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # only the named subcommand's module is imported: `syncgate annotate` runs on a CI host
+    # without the gate's dependencies (torch, psutil), the way the container workflow runs it
+    parser = build_parser([argv[0]] if argv and argv[0] in COMMANDS else COMMANDS)
     args = parser.parse_args(argv)
     try:
         return int(args._run(args))
