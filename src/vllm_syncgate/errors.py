@@ -25,6 +25,18 @@ class EnvironmentProblem(SyncgateError):
     """Something the command needs is not installed or not reachable on this machine."""
 
 
+class BrokenStackError(EnvironmentProblem):
+    """An installed package of the serving stack (torch, vLLM, ...) fails to import.
+
+    ``package`` is the distribution that broke (often not the one imported: a torchvision built
+    for another torch breaks ``import vllm``); exit 2, since no verdict on the code was reached.
+    """
+
+    def __init__(self, package: str, message: str) -> None:
+        self.package = package
+        super().__init__(message)
+
+
 class ConfigError(SyncgateError):
     """A data file (budget, profile) is malformed. The message names the file and the key."""
 

@@ -39,7 +39,7 @@ from vllm_syncgate.check.report import fix_hints
 from vllm_syncgate.check.run import Say
 from vllm_syncgate.ci_summary import append_summary, summary_path
 from vllm_syncgate.commands.flags import renamed
-from vllm_syncgate.environment import format_header
+from vllm_syncgate.environment import format_header, require_importable
 from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
 from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return _conclude(merged.plan, merged.levels, merged.result, merged.env, args, started)
     say = make_say(quiet=args.quiet, started=started)
     selected = parse_levels(args.levels)
+    if {"unit", "serve"} & set(selected):
+        require_importable(("torch", "vllm"))  # a broken stack: exit 2 naming the package
     sources = resolve_sources(args.source)
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
                      rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
