@@ -75,6 +75,10 @@ class HFReference:
     def decode(self, token_ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(token_ids)))
 
+    def outputs(self) -> dict[tuple[int, ...], ReferenceOutput]:
+        """The longest output generated per prompt: what a fanned-out gate's merge judges with."""
+        return dict(self._cache)
+
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text)["input_ids"])
 
