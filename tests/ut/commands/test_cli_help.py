@@ -13,6 +13,7 @@ import pytest
 
 from vllm_syncgate import __version__
 from vllm_syncgate.cli import COMMANDS, build_parser
+from vllm_syncgate.environment import package_version
 
 SYNCGATE = Path(sys.executable).with_name("syncgate")
 
@@ -44,7 +45,11 @@ def _option_blocks(help_text: str) -> dict[str, str]:
 def test_version(flag):
     done = syncgate(flag)
     assert done.returncode == 0
-    assert done.stdout.strip() == f"syncgate {__version__}"
+    line = done.stdout.strip()
+    assert line.startswith(f"vllm-syncgate {__version__} (torch ")
+    ascend = package_version("vllm-ascend") or "not installed"  # "not installed" on a CPU machine
+    assert re.search(rf", vllm(-cpu)? (\S+|not installed), vllm-ascend {re.escape(ascend)}\)$", line), line
+
 
 
 def test_top_help_lists_exit_codes_and_every_command():
