@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from vllm_syncgate.check.judge import judge
+from vllm_syncgate.check.overlay import CodeUnderTest
 from vllm_syncgate.check.plan import Plan, make_plan, prepare_report_dir
 from vllm_syncgate.check.report import CheckResult, failure_lines, table, write_reports
 from vllm_syncgate.check.run import (
@@ -70,12 +71,13 @@ class ServeLevel:
     ready first, and judges; :meth:`stop` ends every server and the reference warm-up (abandoned,
     or finished)."""
 
-    def __init__(self, plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say) -> None:
+    def __init__(self, plan: Plan, model: ModelInfo, env: dict[str, Any], say: Say,
+                 code: CodeUnderTest | None = None) -> None:
         self.plan, self.model, self.env, self.say = plan, model, env, say
         self.at_once = servers_at_once(plan.profile.prestart, len(plan.groups))
         self.started = time.monotonic()
         self.reference = WarmReference(model.path, reference_requests(*load_prompts()))
-        self.sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir)
+        self.sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir, code)
                          for g in plan.groups]
         try:
             self._launch(self.sessions[: self.at_once])

@@ -16,12 +16,14 @@ import psutil
 
 from vllm_syncgate.audit.journal import ENV_AUDIT_DIR, JournalCursor, clear_journals
 from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.check.overlay import CodeUnderTest
 from vllm_syncgate.errors import RequestError
 from vllm_syncgate.profiles import AUTO, Group, Profile
 from vllm_syncgate.progress import Say
 from vllm_syncgate.serve.client import OpenAIClient
 from vllm_syncgate.serve.process import ManagedServer, tree_rss
 from vllm_syncgate.serve.scenarios import SCENARIOS, Context, Outcome, Scenario, load_prompts
+from vllm_syncgate.serve.shim import ENV_VLLM_DIR
 from vllm_syncgate.serve.vllm import SERVED_MODEL_NAME, boot_phase, vllm_server
 
 SERVER_TREE_BYTES = 3 << 30  # peak RSS of one CPU server tree (API, EngineCore, worker): 2.8 GiB
@@ -76,13 +78,16 @@ class GroupRun:
 class GroupSession:
     """One group's server with the audit armed; scenarios run one after another against it."""
 
-    def __init__(self, profile: Profile, group: Group, model_dir: Path, work_dir: Path) -> None:
+    def __init__(self, profile: Profile, group: Group, model_dir: Path, work_dir: Path,
+                 code: CodeUnderTest | None = None) -> None:
         audit_dir = work_dir / "audit" / group.name
         audit_dir.mkdir(parents=True, exist_ok=True)
         clear_journals(audit_dir)
         flags = profile.group_flags(group)
         self.result = GroupRun(group, flags, work_dir / "logs" / f"{group.name}.log", audit_dir)
         env = {**os.environ, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve())}
+        if code is not None and code.import_root is not None:  # serve exactly this vllm
+            env = {**code.child_env(env), ENV_VLLM_DIR: str(code.import_root)}
         self.server: ManagedServer = vllm_server(
             model_dir, flags, env=env, log_path=self.result.log_path, name=group.name,
             startup_timeout_s=profile.startup_timeout_s,
