@@ -9,27 +9,29 @@ serving would only repeat it.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
-import importlib.util
-import logging
+import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.budgets import BudgetSet
+from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
 from vllm_syncgate.errors import ConfigError, UsageError
+from vllm_syncgate.models.recipe import cache_root
 from vllm_syncgate.scan.callgraph import Finding, scan
 from vllm_syncgate.scan.inline import apply_inline_allows
 from vllm_syncgate.tomlfile import read_toml
+from vllm_syncgate.unit.child import LoadError, probe_in_child
 from vllm_syncgate.unit.result import UnitReport
 
 LEVELS = ("scan", "unit", "serve")
 PASS, FAIL, SKIPPED, NOT_RUN = "pass", "fail", "skipped", "not-run"
+ERROR = "error"  # the level could not run what was asked (exit 2), e.g. a tree over another build
 _TABLE = Path(__file__).with_name("levels.toml")
 
 
@@ -81,10 +83,11 @@ class LevelResult:
     duration_s: float = 0.0
     cases: list[LevelCase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    code: dict[str, Any] | None = None  # what it ran: CodeUnderTest.to_json(), for unit and serve
 
     @property
     def failed(self) -> bool:
-        return self.status == FAIL
+        return self.status in (FAIL, ERROR)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class LevelResult:
             "reason": self.reason,
             "duration_s": round(self.duration_s, 2),
             "notes": self.notes,
+            "code": self.code,
             "cases": [{"name": c.name, "passed": c.passed, "detail": c.detail, "file": c.file,
                        "line": c.line, "time_s": round(c.time_s, 3)} for c in self.cases],
         }
@@ -113,6 +117,16 @@ def stops_serve(results: Sequence[LevelResult], keep_going: bool) -> bool:
 
 def passed(results: Sequence[LevelResult]) -> bool:
     return not any(r.failed for r in results)
+
+
+def errored(results: Sequence[LevelResult]) -> bool:
+    """Whether a level could not run what was asked: the run exits 2, not 1."""
+    return any(r.status == ERROR for r in results)
+
+
+def level_error(name: str, code: CodeUnderTest, reason: str, started: float) -> LevelResult:
+    return LevelResult(name, ERROR, f"error: {reason}", time.monotonic() - started,
+                       notes=[f"code: {code.describe()}"], code=code.to_json())
 
 
 # --- scan --------------------------------------------------------------------------------------
@@ -171,14 +185,21 @@ def _scan_cases(source: RunnerSource, entries: list[str], failing: list[Finding]
 
 
 # --- unit --------------------------------------------------------------------------------------
-def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels) -> LevelResult:
-    """The probes on the installed vLLM (simulated device of the profile), and the NPU property
-    on every vllm-ascend tree; skipped when neither can run here."""
+def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUnderTest) -> LevelResult:
+    """The probes on ``code`` (the installed vLLM, or a tree over its build) in a child process,
+    and the NPU property on every vllm-ascend tree; skipped when neither can run here."""
     started = time.monotonic()
-    result = LevelResult("unit", PASS)
-    if importlib.util.find_spec("vllm") is not None:
-        result.notes.append("probes: the installed vLLM's runner classes")
-        _add_unit(result, "probes", _probes(levels.simulated))
+    result = LevelResult("unit", PASS, code=code.to_json())
+    expected = code.import_root
+    if code.problem is not None:
+        return level_error("unit", code, code.problem, started)
+    if expected is not None:
+        result.notes.append(f"probes: {code.describe()}")
+        try:
+            report = probe_in_child(levels.simulated, expected, code.child_env(os.environ))
+        except LoadError as exc:
+            return level_error("unit", code, str(exc), started)
+        _add_unit(result, "probes", report)
     else:
         result.notes.append("probes: skipped, vLLM is not installed here")
     for source in sources:
@@ -192,30 +213,6 @@ def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels) -> LevelResu
     result.status = FAIL if any(not c.passed for c in result.cases) else PASS
     result.duration_s = time.monotonic() - started
     return result
-
-
-def _probes(flavour: str) -> UnitReport:
-    from vllm_syncgate.unit.result import UnitCheck
-    from vllm_syncgate.unit.vllm_probes import probe_vllm
-
-    with _vllm_quiet():
-        try:
-            return probe_vllm(flavour)
-        except (ImportError, AttributeError) as exc:  # a vLLM without the classes probed
-            return UnitReport([UnitCheck("load", "vllm", False,
-                                         f"the installed vLLM lacks a probed class: {exc}")])
-
-
-@contextlib.contextmanager
-def _vllm_quiet() -> Iterator[None]:
-    """vLLM logs INFO lines to stdout, where the report goes: warnings only, for this level."""
-    logger = logging.getLogger("vllm")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _add_unit(result: LevelResult, prefix: str, report: UnitReport) -> None:
@@ -267,9 +264,31 @@ def resolve_sources(path: str | None) -> list[RunnerSource]:
     return [detect_source(path)] if path is not None else installed_sources()
 
 
+def vllm_code(sources: Sequence[RunnerSource] | None) -> CodeUnderTest:
+    """The vLLM the unit and serve levels run: a ``--source`` vLLM tree (over the installed
+    build), else the installed one."""
+    tree = next((s for s in sources or () if s.kind == VLLM and not s.installed), None)
+    return code_under_test(tree, VLLM, cache_root())
+
+
+def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: bool) -> str | None:
+    """Why the selected levels may not run a ``--source`` tree's code (one line), or None: the
+    unit level imports a vLLM tree and runs a vllm-ascend tree's methods, the serve level serves
+    it; only with ``--trust-source``, unless the tree is the installed (editable) package."""
+    running = [lv for lv in ("unit", "serve") if lv in selected]
+    trees = [s for s in sources if not is_installed_tree(s)]
+    if trust or not running or not trees:
+        return None
+    return (f"--source {trees[0].root}: the {' and '.join(running)} level"
+            f"{'s run' if len(running) > 1 else ' runs'} the tree's own code; pass --trust-source "
+            "to allow it, or --levels scan (reads it only)")
+
+
 def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], device: str,
-                     budgets: BudgetSet, say: Callable[[str], None]) -> list[LevelResult]:
-    """The scan and unit levels that ``selected`` names, in that order."""
+                     budgets: BudgetSet, say: Callable[[str], None],
+                     code: CodeUnderTest | None = None) -> list[LevelResult]:
+    """The scan and unit levels that ``selected`` names, in that order; the unit level runs
+    ``code`` (default: the installed vLLM)."""
     levels = device_levels(device)
     results = []
     if "scan" in selected:
@@ -282,7 +301,7 @@ def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], d
     if "unit" in selected:
         say(f"unit: probes on a simulated {levels.simulated} device"
             + ("" if not any(s.kind == ASCEND for s in sources) else "; the NPU property"))
-        results.append(run_unit(sources, levels))
+        results.append(run_unit(sources, levels, code or vllm_code(None)))
     for result in results:
         say(f"{result.name}: {result.status} ({result.duration_s:.1f} s)")
     return results

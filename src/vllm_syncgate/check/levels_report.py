@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_syncgate import junit_writer
-from vllm_syncgate.check.levels import FAIL, NOT_RUN, SKIPPED, LevelResult, passed
+from vllm_syncgate.check.levels import ERROR, FAIL, NOT_RUN, SKIPPED, LevelResult, passed
 from vllm_syncgate.check.report import (
     CheckResult,
     failure_lines,
@@ -38,7 +38,8 @@ SCHEMA = "syncgate.check.report/1"
 
 
 def status_word(level: LevelResult) -> str:
-    return {SKIPPED: "SKIPPED", NOT_RUN: "NOT RUN", FAIL: "FAIL"}.get(level.status, "PASS")
+    return {SKIPPED: "SKIPPED", NOT_RUN: "NOT RUN", FAIL: "FAIL", ERROR: "ERROR"}.get(level.status,
+                                                                                     "PASS")
 
 
 def summary(levels: Sequence[LevelResult]) -> str:
@@ -52,7 +53,7 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
     lines: list[str] = []
     for level in levels:
         head = f"== {level.name}: {status_word(level)}"
-        if level.status in (SKIPPED, NOT_RUN):
+        if level.status in (SKIPPED, NOT_RUN, ERROR):
             lines.append(f"{head} ({level.reason})")
             continue
         lines.append(f"{head} ({level.duration_s:.1f} s)")
@@ -106,9 +107,13 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
         if level.name == "serve" and serve is not None:
             suite = ET.fromstring(junit(serve))
             suite.set("name", "syncgate.serve")
+            _code_property(suite, level)
             suites.append(suite)
             continue
         suite = junit_writer.new_suite(f"syncgate.{level.name}")
+        if level.status == ERROR:
+            case = junit_writer.add_case(suite, f"syncgate.{level.name}", level.name, time=0)
+            ET.SubElement(case, "error", message=level.reason)
         if level.status in (SKIPPED, NOT_RUN):
             case = junit_writer.add_case(suite, f"syncgate.{level.name}", level.name, time=0)
             ET.SubElement(case, "skipped", message=level.reason)
@@ -118,8 +123,20 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
                                          line=item.line, time=item.time_s)
             if not item.passed:
                 ET.SubElement(case, "failure", message=item.detail[:500]).text = item.detail
+        _code_property(suite, level)
         suites.append(suite)
     return junit_writer.suites_to_xml(suites)
+
+
+def _code_property(suite: ET.Element, level: LevelResult) -> None:
+    """The tree (and commit) a level ran, as suite properties: JUnit's place for run facts."""
+    if level.code is None:
+        return
+    props = ET.Element("properties")
+    for key in ("tree", "commit", "overlay", "installed"):
+        if level.code.get(key):
+            ET.SubElement(props, "property", name=f"syncgate.code.{key}", value=str(level.code[key]))
+    suite.insert(0, props)
 
 
 def write_level_reports(report_dir: Path, levels: Sequence[LevelResult],

