@@ -31,12 +31,14 @@ def _check(args, tmp_path, **env):
 
 def test_sync_heavy_mutant_fails_the_gate_naming_to_list(tmp_path, no_leftovers,
                                                          syncgate_device):
-    done = _check(["--device", syncgate_device, "--scenarios", "sequential"], tmp_path,
-                  SYNCGATE_MUTANT="sync_heavy_to_list")
+    done = _check(["--device", syncgate_device, "--scenarios", "sequential",
+                   "--mutant", "sync_heavy_to_list"], tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "(mutant sync_heavy_to_list)" in done.stdout.splitlines()[-1]  # never a silent knob
     fails = [line for line in done.stdout.splitlines() if line.startswith("FAIL ")]
     assert any("decode steps" in line and "_to_list" in line for line in fails), done.stdout
     report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["env"]["mutant"] == "sync_heavy_to_list"
     [scenario] = report["scenarios"]
     breaches = scenario["sync_verdict"]["breaches"]
     kinds = {b["kind"] for b in breaches if b["step_kind"] == "decode"}
@@ -54,8 +56,8 @@ def test_wrapping_to_list_override_fails_the_rehearsal_it_would_pass_by_mro(tmp_
                                                                             device):
     """The device budgets allow _to_list's transfer wait in overrides (``overrides = true``); a
     subclass override that adds a device synchronize around it must still fail, naming its line."""
-    done = _check(["--device", device, "--rehearse", "--scenarios", "sequential"], tmp_path,
-                  SYNCGATE_MUTANT="wrapping_to_list")
+    done = _check(["--device", device, "--rehearse", "--scenarios", "sequential",
+                   "--mutant", "wrapping_to_list"], tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     [scenario] = report["scenarios"]

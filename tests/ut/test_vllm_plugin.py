@@ -86,6 +86,6 @@ def test_bad_mutant_fails_the_process_with_one_line(tmp_path):
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode != 0
-    assert "UsageError: SYNCGATE_MUTANT='nope': unknown mutant (known: sync_heavy_to_list, wrapping_to_list)" in (
+    assert "UsageError: mutant 'nope': unknown (known: sync_heavy_to_list, wrapping_to_list)" in (
         done.stderr
     )

@@ -25,6 +25,9 @@ from vllm_syncgate.audit.ledger import Step
 from vllm_syncgate.errors import AuditDirError, JournalFormatError
 
 ENV_AUDIT_DIR = "SYNCGATE_AUDIT_DIR"
+#: Set by ``syncgate check --mutant`` in its servers' environment only (never read from the
+#: caller's: a leftover in a shell changes no verdict); see :mod:`vllm_syncgate.audit.mutants`.
+ENV_MUTANT = "SYNCGATE_MUTANT"
 FORMAT = 1
 SUFFIX = ".jsonl"
 ROLES = ("api", "engine", "worker")

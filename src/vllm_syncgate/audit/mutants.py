@@ -1,4 +1,8 @@
-"""Deliberately sync-heavy runner variants, armed with ``SYNCGATE_MUTANT=<name>``.
+"""Deliberately sync-heavy runner variants, armed from the test suite only.
+
+``syncgate check --mutant NAME`` (hidden from ``--help``; the e2e proofs use it) hands ``NAME`` to
+its servers alone; the terminal and report.json name it. ``syncgate check`` drops a
+``SYNCGATE_MUTANT`` it inherits, so a leftover in a shell changes no verdict.
 
 They prove the gate fails for the right reason: a mutant only *does* the blocking thing; it never
 reports itself. The backend has to observe it through the same counting as real runner code, and
@@ -15,8 +19,6 @@ from typing import Any
 import torch
 
 from vllm_syncgate.errors import UsageError
-
-ENV_MUTANT = "SYNCGATE_MUTANT"
 
 
 class SyncHeavyRunner:
@@ -71,7 +73,7 @@ MUTANTS: dict[str, Callable[[Any], None]] = {
 def check_mutant(name: str) -> str:
     """``name`` if it is a known mutant, else a :class:`UsageError` listing the known ones."""
     if name not in MUTANTS:
-        raise UsageError(f"{ENV_MUTANT}={name!r}: unknown mutant (known: {', '.join(MUTANTS)})")
+        raise UsageError(f"mutant {name!r}: unknown (known: {', '.join(MUTANTS)})")
     return name
 
 

@@ -77,8 +77,8 @@ class ServeLevel:
         self.at_once = servers_at_once(plan.profile.prestart, len(plan.groups))
         self.started = time.monotonic()
         self.reference = WarmReference(model.path, reference_requests(*load_prompts()))
-        self.sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir, code)
-                         for g in plan.groups]
+        self.sessions = [GroupSession(plan.profile, g, model.path, plan.report_dir, code,
+                                      mutant=plan.mutant) for g in plan.groups]
         try:
             self._launch(self.sessions[: self.at_once])
         except BaseException:

@@ -28,6 +28,7 @@ class Plan:
     budgets: BudgetSet
     report_dir: Path
     rehearsal: Rehearsal | None = None  # a device profile rehearsed on the CPU stack
+    mutant: str | None = None  # a test-suite mutant armed in the servers (--mutant, hidden)
 
     @property
     def stack(self) -> str:

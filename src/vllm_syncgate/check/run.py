@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from vllm_syncgate.audit.journal import ENV_AUDIT_DIR, JournalCursor, clear_journals
+from vllm_syncgate.audit.journal import ENV_AUDIT_DIR, ENV_MUTANT, JournalCursor, clear_journals
 from vllm_syncgate.audit.ledger import Step
 from vllm_syncgate.check.overlay import CodeUnderTest
 from vllm_syncgate.errors import RequestError
@@ -79,13 +79,15 @@ class GroupSession:
     """One group's server with the audit armed; scenarios run one after another against it."""
 
     def __init__(self, profile: Profile, group: Group, model_dir: Path, work_dir: Path,
-                 code: CodeUnderTest | None = None) -> None:
+                 code: CodeUnderTest | None = None, mutant: str | None = None) -> None:
         audit_dir = work_dir / "audit" / group.name
         audit_dir.mkdir(parents=True, exist_ok=True)
         clear_journals(audit_dir)
         flags = profile.group_flags(group)
         self.result = GroupRun(group, flags, work_dir / "logs" / f"{group.name}.log", audit_dir)
-        env = {**os.environ, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve())}
+        inherited = {k: v for k, v in os.environ.items() if k != ENV_MUTANT}  # never a leftover
+        env = {**inherited, **profile.group_env(group), ENV_AUDIT_DIR: str(audit_dir.resolve()),
+               **({ENV_MUTANT: mutant} if mutant else {})}
         if code is not None and code.import_root is not None:  # serve exactly this vllm
             env = {**code.child_env(env), ENV_VLLM_DIR: str(code.import_root)}
         self.server: ManagedServer = vllm_server(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import sys
 import time
@@ -111,6 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "in report.json) first, as `syncgate repro` reads it from a CI log")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (results and errors still print)")
+    # the e2e mutant proofs only: not in --help, named by the terminal and report.json
+    parser.add_argument("--mutant", metavar="NAME", default=None, help=argparse.SUPPRESS)
 
 
 def _quick_help() -> str:
@@ -142,9 +145,15 @@ def run(args: argparse.Namespace) -> int:
     planned = plan.groups
     if args.groups is not None:
         plan = select_groups(plan, args.groups)
-    env = env_header(plan)
+    if getattr(args, "mutant", None):
+        from vllm_syncgate.audit.mutants import check_mutant  # imports torch
+
+        plan = dataclasses.replace(plan, mutant=check_mutant(args.mutant))
+    env = env_header(plan) | ({"mutant": plan.mutant} if plan.mutant else {})
     if args.verbose:
         print(format_header(env), flush=True)
+    if plan.mutant is not None:
+        say(f"MUTANT: the servers run the test-suite mutant {plan.mutant}; not a verdict on vLLM")
     if plan.rehearsal is not None:
         say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
             "its verdict is not a device verdict")
@@ -206,6 +215,7 @@ def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None
         print(f"  {terminal(line)}")
     print("report: " + "  ".join(f"{key}: {path}" for key, path in paths.items()))
     what = "" if plan.rehearsal is None else f" ({plan.rehearsal.label()})"
+    what += "" if plan.mutant is None else f" (mutant {plan.mutant})"
     verdict = passed(levels)
     print(f"syncgate check{what}: {'PASS' if verdict else 'FAIL'} ({summary(levels)}; "
           f"{time.monotonic() - started:.0f} s)")

@@ -73,7 +73,7 @@ def test_live_audit_journals_runner_header_mutant_and_steps(
 
 
 def test_bad_mutant_and_unwritable_directory(tmp_path):
-    with pytest.raises(UsageError, match="SYNCGATE_MUTANT='nope': unknown mutant"):
+    with pytest.raises(UsageError, match="mutant 'nope': unknown"):
         LiveAudit(tmp_path, "cpu", mutant="nope")
     blocker = tmp_path / "file"
     blocker.write_text("")
