@@ -137,7 +137,7 @@ def host_command(action: str, device: str, ids_text: str) -> str:
         raise UsageError(f"device {device!r}: expected one of {', '.join(specs)}")
     spec = specs[device]
     ids = [i.strip() for i in ids_text.split(",")]
-    if not all(i.isdigit() for i in ids):
+    if not all(i.isascii() and i.isdigit() for i in ids):  # not '²' or '٣': /dev/davinci٣
         raise UsageError(f"--ids {ids_text!r}: expected comma-separated integers")
     if action == "run-args":
         return shlex.join(spec.run_args(ids))
