@@ -11,7 +11,8 @@ bytes XML 1.0 cannot carry; :func:`printable` turns those into visible ``\\xNN``
 
 Temporary files are private (``mkstemp``: 0600) while they are written; each gets the mode a
 plain ``open()`` would have given it (0644 under umask 022) before it is swapped in, so an
-artifact upload or another user of a shared container can read the report.
+artifact upload or another user of a shared container can read the report; a file that is
+replaced keeps the mode it had, as writing it in place would have.
 
 Reports nobody asked a place for go to :data:`CACHE_DIR` in the working directory, a folder
 that ignores itself (a ``.gitignore`` of ``*``, as ``.pytest_cache`` and ``.ruff_cache`` have),
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -87,7 +89,7 @@ def write_all(directory: Path, files: Mapping[str, Content], what: str = "the re
             os.close(fd)
             temps[target] = Path(tmp)
             _write(Path(tmp), content)
-            follow_umask(Path(tmp))
+            _keep_mode(Path(tmp), target)
         for target, tmp in temps.items():
             os.replace(tmp, target)
     except OSError as exc:
@@ -112,6 +114,15 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def _keep_mode(tmp: Path, target: Path) -> None:
+    """A file replaced keeps its mode (a private 0600 baseline stays private); a new one follows
+    the umask."""
+    try:
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+    except FileNotFoundError:
+        follow_umask(tmp)
 
 
 def follow_umask(path: Path, directory: bool = False) -> None:

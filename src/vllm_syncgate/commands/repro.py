@@ -1,7 +1,8 @@
 """``syncgate repro``: a failing CI log in, a local verdict per test out.
 
 Thin shell over :mod:`vllm_syncgate.repro`: parse the log, validate node ids against the local tree,
-rerun (locally or inside a compose service / image), classify, report.
+rerun (locally or inside a compose service / image), classify, report. ``--shard I/N`` does one
+CI job's share and writes a shard file; ``syncgate repro merge SHARD...`` joins them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 from vllm_syncgate.environment import header_differences, local_versions
@@ -20,6 +22,14 @@ from vllm_syncgate.repro.logs import LogLimits, parse_log
 from vllm_syncgate.repro.report import ReproReport, to_terminal, write_reports
 from vllm_syncgate.repro.reproduce import RerunConfig, reproduce
 from vllm_syncgate.repro.runner import LocalRunner, Runner, remove_stale_temp_dirs
+from vllm_syncgate.repro.shardfile import (
+    merge,
+    runner_header,
+    shard_document,
+    version_fields,
+    write_shard,
+)
+from vllm_syncgate.repro.shards import Shard, log_digest, parse_shard, shard_from_env
 from vllm_syncgate.repro.stats import runs_needed
 
 HELP = "rerun the tests a CI log says failed; verdict: broken, flaky, order-dependent, ..."
@@ -29,6 +39,8 @@ EXAMPLES = """
   syncgate repro ci.log --list                         # what failed (runs nothing)
   syncgate repro ci.log --replay-order --report-dir out/
   syncgate repro ci.log --in repro --workdir /workspace  # inside the CI image
+  syncgate repro ci.log --shard 2/4 --report-dir shards/  # one CI job's share
+  syncgate repro merge shards/ --report-dir out/         # one verdict from all shards
 """
 
 
@@ -61,8 +73,10 @@ def _size(value: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("log", type=Path, help="CI log: GitHub job log, gh --log output, run-log "
-                        "zip, pytest output, JUnit XML or pytest-reportlog JSONL")
+    parser.add_argument("log", type=Path, nargs="+", metavar="LOG",
+                        help="CI log: GitHub job log, gh --log output, run-log zip, pytest "
+                        "output, JUnit XML or pytest-reportlog JSONL; or 'merge' and then shard "
+                        "files or directories holding them")
     parser.add_argument("--list", action="store_true",
                         help="print the failed and errored node ids, one per line; run nothing")
     parser.add_argument("--runs", type=int, default=None,
@@ -71,16 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="flake rate that 0 failures must rule out (default 0.05 -> 59 runs)")
     parser.add_argument("--confidence", type=float, default=0.95,
                         help="confidence of the flake-rate interval and of --target-rate")
-    parser.add_argument("--interval", choices=("wilson", "exact"), default="wilson",
+    parser.add_argument("--interval", choices=("wilson", "exact"), default=RerunConfig.interval,
                         help="interval for flake rates: Wilson or Clopper-Pearson (exact) "
                         "(default: %(default)s)")
     parser.add_argument("--workers", "-n", type=_workers, default=_workers("auto"),
                         help="parallel pytest-xdist workers (default: auto = CPU count)")
     parser.add_argument("--no-early-stop", dest="early_stop", action="store_false",
                         help="always do every run, even once a verdict is settled")
-    parser.add_argument("--broken-after", type=int, default=10,
+    parser.add_argument("--broken-after", type=int, default=RerunConfig.broken_after,
                         help="failing this many first runs in a row settles 'broken' early "
                         "(default: %(default)s)")
+    parser.add_argument("--min-runs", type=int, default=RerunConfig.min_runs,
+                        help="a test that passed and failed stops early only after this many "
+                        "runs, so no rate comes from fewer (default: %(default)s)")
     parser.add_argument("--replay-order", action="store_true",
                         help="rerun tests that pass alone after their CI predecessors")
     parser.add_argument("--replay-runs", type=int, default=3,
@@ -102,6 +119,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=_seconds, default=None,
                         help="seconds one pytest session may run before it is killed "
                         "(default: no limit)")
+    parser.add_argument("--shard", metavar="I/N|auto", default=None,
+                        help="run only shard I of N (1-based) of the reruns, no early stop, and "
+                        "write repro-shard-I-of-N.json into --report-dir (default: cwd); auto: "
+                        "$SYNCGATE_SHARD=I/N, Buildkite's BUILDKITE_PARALLEL_JOB(_COUNT) or a "
+                        "Kubernetes Indexed Job's JOB_COMPLETION_INDEX")
+    parser.add_argument("--shard-count", type=int, default=None,
+                        help="with --shard auto in a Kubernetes Indexed Job: its completions "
+                        "(default: $SYNCGATE_SHARD_COUNT)")
+    parser.add_argument("--record-env", action="append", default=[], metavar="NAME",
+                        help="with --shard: keep this environment variable's value in the "
+                        "shard's header (repeatable; also $SYNCGATE_RECORD_ENV=A,B); every "
+                        "other variable is recorded by name only")
     parser.add_argument("--max-log-bytes", type=_size, default=LogLimits.max_bytes,
                         help="read at most this much of the log, after decompression "
                              "(default 2G); more is an error")
@@ -120,22 +149,44 @@ def _runner(args: argparse.Namespace) -> Runner:
     return LocalRunner(args.rootdir.resolve(), timeout=args.timeout)
 
 
+def _shard(args: argparse.Namespace) -> Shard | None:
+    if args.shard is None:
+        if args.shard_count is not None:
+            raise UsageError("--shard-count needs --shard auto")
+        return None
+    if args.shard_count is not None and args.shard_count < 1:
+        raise UsageError(f"--shard-count must be at least 1, got {args.shard_count}")
+    if args.shard == "auto":
+        return shard_from_env(os.environ, args.shard_count)
+    return parse_shard(args.shard)
+
+
 def run(args: argparse.Namespace) -> int:
+    if str(args.log[0]) == "merge":
+        return _merge(args.log[1:], args)
+    if len(args.log) != 1:
+        raise UsageError(f"expected one LOG, or 'merge SHARD...', got {len(args.log)} paths")
+    path = args.log[0]
+    shard = _shard(args)
     config = RerunConfig(runs=args.runs, target_rate=args.target_rate,
                          confidence=args.confidence, workers=args.workers,
                          early_stop=args.early_stop, broken_after=args.broken_after,
-                         replay_order=args.replay_order, replay_runs=args.replay_runs,
-                         interval=args.interval)
+                         min_runs=args.min_runs, replay_order=args.replay_order,
+                         replay_runs=args.replay_runs, interval=args.interval, shard=shard)
     config.validate()
-    log = parse_log(args.log, LogLimits(args.max_log_bytes, args.max_line_length))
+    log = parse_log(path, LogLimits(args.max_log_bytes, args.max_line_length))
     if args.list:
         for nodeid in log.failed_nodeids():
             print(printable(nodeid))
         if not log.failures:
-            print(f"syncgate repro: {args.log}: no failed or errored tests", file=sys.stderr)
+            print(f"syncgate repro: {path}: no failed or errored tests", file=sys.stderr)
         return EXIT_OK
-    config.seed = args.seed if args.seed is not None else log.seed
+    if shard is not None:
+        config.shard_key = log_digest(path)
+    config.seed = (args.seed if args.seed is not None else
+                   shard.seed(config.shard_key) if shard is not None else log.seed)
     remove_stale_temp_dirs()
+    started = time.monotonic()
     with signals_as_interrupt():
         runner = _runner(args)
         try:
@@ -144,12 +195,40 @@ def run(args: argparse.Namespace) -> int:
             close = getattr(runner, "close", None)
             if close is not None:
                 close()
+    if shard is not None:
+        settings = {"runs": config.resolved_runs(), "confidence": config.confidence,
+                    "interval": config.interval, "replay_order": config.replay_order,
+                    "replay_runs": config.replay_runs}
+        document = shard_document(shard, log, config.shard_key, settings,
+                                  runner_header(args.record_env), runner.description, verdicts,
+                                  time.monotonic() - started)
+        written = write_shard(args.report_dir or Path.cwd(), shard, document)
+        done = sum(len(v.runs) + len(v.replays) for v in verdicts)
+        print(f"syncgate repro: shard {shard.label}: {done} runs of {len(verdicts)} tests "
+              f"in {runner.description}; wrote {written}")
+        print(f"  the verdict comes from: syncgate repro merge {written.parent}/")
+        return EXIT_OK
     differences = header_differences(log.env or {}, local_versions()) if not args.service else {}
     report = ReproReport(log, verdicts, runner.description,
                          args.runs or runs_needed(args.target_rate, args.confidence),
                          args.confidence, differences)
+    return _print(report, args.report_dir)
+
+
+def _merge(paths: list[Path], args: argparse.Namespace) -> int:
+    if not paths:
+        raise UsageError("repro merge: name at least one shard file or directory")
+    merged = merge(paths)
+    first = merged.headers[min(merged.headers)]
+    differences = header_differences(merged.log.env or {}, version_fields(first))
+    report = ReproReport(merged.log, merged.verdicts, merged.where, merged.runs,
+                         merged.confidence, differences, merged.notes)
+    return _print(report, args.report_dir)
+
+
+def _print(report: ReproReport, report_dir: Path | None) -> int:
     sys.stdout.write(to_terminal(report))
-    if args.report_dir is not None:
-        for path in write_reports(report, args.report_dir):
+    if report_dir is not None:
+        for path in write_reports(report, report_dir):
             print(f"  wrote {path}")
     return report.exit_code

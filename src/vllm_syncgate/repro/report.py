@@ -16,11 +16,12 @@ from typing import Any
 
 from vllm_syncgate import junit_writer
 from vllm_syncgate.reportfiles import printable, write_all
+from vllm_syncgate.repro.judge import ReproVerdict, RunResult, TestVerdict
 from vllm_syncgate.repro.model import CiLog
-from vllm_syncgate.repro.reproduce import ReproVerdict, RunResult, TestVerdict
 
-_ORDER = [ReproVerdict.BROKEN, ReproVerdict.ORDER_DEPENDENT, ReproVerdict.FLAKY,
-          ReproVerdict.ENVIRONMENT, ReproVerdict.MISSING, ReproVerdict.NOT_REPRODUCED]
+_ORDER = [ReproVerdict.BROKEN, ReproVerdict.ORDER_DEPENDENT, ReproVerdict.ENV_DEPENDENT,
+          ReproVerdict.FLAKY, ReproVerdict.ENVIRONMENT, ReproVerdict.MISSING,
+          ReproVerdict.NOT_REPRODUCED]
 
 
 @dataclass
@@ -33,6 +34,7 @@ class ReproReport:
     runs: int
     confidence: float
     env_differences: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # e.g. a shard that did not arrive
 
     @property
     def exit_code(self) -> int:
@@ -53,7 +55,13 @@ def evidence(v: TestVerdict, confidence: float) -> str:
     if v.verdict is ReproVerdict.BROKEN:
         assert v.interval is not None
         return (f"failed {v.failures}/{done} runs (rate {_pct(v.interval[0])}–"
-                f"{_pct(v.interval[1])} at {level})")
+                f"{_pct(v.interval[1])} at {level})" + (f"; {v.detail}" if v.detail else ""))
+    if v.verdict is ReproVerdict.ENV_DEPENDENT:
+        assert v.split is not None
+        s = v.split
+        return (f"fails only where {s.field} = {s.value}: {s.failures}/{s.runs} runs there, "
+                f"0/{done - s.runs} where {s.field} = {' or '.join(map(str, s.others))} "
+                f"(chance p = {s.p_value:.2g})")
     if v.verdict is ReproVerdict.FLAKY:
         assert v.interval is not None
         return (f"failed {v.failures}/{done} runs, rate {_pct(v.failures / done)} "
@@ -81,11 +89,16 @@ def to_json(report: ReproReport) -> dict[str, Any]:
         "env_differences": {k: {"ci": a, "here": b} for k, (a, b) in
                             report.env_differences.items()},
         "exit_code": report.exit_code,
+        "notes": report.notes,
         "tests": [
             {"nodeid": v.nodeid, "verdict": v.verdict.value, "ci_outcome": v.ci.outcome.value,
              "ci_job": v.ci.job, "ci_worker": v.ci.worker, "failures": v.failures,
              "runs": len(v.runs), "interval": list(v.interval) if v.interval else None,
              "upper_bound": v.upper_bound, "detail": v.detail,
+             "split": None if v.split is None else {
+                 "field": v.split.field, "value": v.split.value, "others": list(v.split.others),
+                 "failures": v.split.failures, "runs": v.split.runs,
+                 "p_value": v.split.p_value},
              "summary": evidence(v, report.confidence),
              "predecessors": list(v.predecessors),
              "replay_failures": v.replay_failures, "replays": len(v.replays),
@@ -98,7 +111,8 @@ def to_json(report: ReproReport) -> dict[str, Any]:
 
 def _run_json(r: RunResult) -> dict[str, Any]:
     return {"run": r.run, "outcome": r.outcome, "phase": r.phase, "worker": r.worker,
-            "duration": round(r.duration, 4), "replay": r.replay}
+            "duration": round(r.duration, 4), "replay": r.replay, "signature": r.signature,
+            "order": r.order, "shard": r.shard}
 
 
 def to_markdown(report: ReproReport) -> str:
@@ -109,6 +123,7 @@ def to_markdown(report: ReproReport) -> str:
              f"reran in {report.where}, up to {report.runs} runs per test.", ""]
     if log.seed is not None:
         lines += [f"pytest-randomly seed from CI: `{log.seed}`.", ""]
+    lines += [f"> {note}" for note in report.notes] + ([""] if report.notes else [])
     if report.env_differences:
         lines += ["| environment | CI | here |", "|---|---|---|"]
         lines += [f"| {k} | `{a}` | `{b}` |" for k, (a, b) in report.env_differences.items()]
@@ -145,16 +160,27 @@ def to_junit(report: ReproReport) -> str:
             ET.SubElement(case, "error", message=summary, type="environment")
         elif v.verdict is ReproVerdict.MISSING:
             ET.SubElement(case, "skipped", message=f"missing: {summary}")
-        else:
+        else:  # flaky, environment-dependent, not reproduced: passed, failures kept
             _reruns(case, "flakyFailure", failed)
         ET.SubElement(case, "system-out").text = f"{v.verdict.value}: {summary}"
     return junit_writer.to_xml(suite)
 
 
+def failure_message(r: RunResult) -> str:
+    """One line for a failed run: its first ``E`` line (the assertion), else its signature."""
+    for line in r.longrepr.splitlines():
+        if line.startswith("E "):
+            return line[1:].strip()
+    return r.signature or f"{r.outcome} in {r.phase}"
+
+
 def _reruns(case: ET.Element, tag: str, runs: list[RunResult]) -> None:
+    """Surefire's flakyFailure/rerunFailure: message, type, stackTrace per failed run."""
     for r in runs:
-        element = ET.SubElement(case, tag, message=f"run {r.run}{' (replay)' if r.replay else ''}"
-                                f" {r.outcome} in {r.phase}", type=r.outcome)
+        where = f"run {r.run}{' (replay)' if r.replay else ''}" + (f", shard {r.shard}"
+                                                                    if r.shard else "")
+        element = ET.SubElement(case, tag, message=f"{where}: {failure_message(r)}",
+                                type=(r.signature.split(" at ", 1)[0] or r.outcome))
         ET.SubElement(element, "stackTrace").text = r.longrepr
 
 
@@ -167,6 +193,7 @@ def to_terminal(report: ReproReport, traceback_lines: int = 12) -> str:
         out.append(f"  CI pytest-randomly seed: {log.seed}")
     for key, (ci, here) in report.env_differences.items():
         out.append(f"  environment differs: {key}: CI {ci!r}, here {here!r}")
+    out += [f"  NOTE: {note}" for note in report.notes]
     if not report.verdicts:
         out.append("  no failed or errored tests in the log: nothing to rerun")
         return printable("\n".join(out) + "\n")

@@ -2,21 +2,27 @@
 
 1. Validate every CI failure against the local tree (missing, environment, runnable).
 2. Isolation: rerun the runnable ones N times in one pytest session (xdist spreads the copies),
-   stopping a test early once its verdict cannot change (both outcomes seen, or failed its first
-   ``broken_after`` runs).
+   stopping a test early by :func:`~vllm_syncgate.repro.rerun_plugin.settled` (failed its first
+   ``broken_after`` runs, or both outcomes seen and ``min_runs`` done).
 3. Replay (optional): a test that never failed alone is rerun after the tests that preceded it on
    its CI worker, in CI order, one fresh process per test (several in parallel); failing only
    there makes it order-dependent.
+
+With a :class:`~vllm_syncgate.repro.shards.Shard` only this shard's run indices of every test run,
+nothing stops early (other shards' outcomes are unknown here), and every test with CI
+predecessors gets its share of replays; :func:`~vllm_syncgate.repro.judge.judge` classifies
+either way.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from vllm_syncgate.errors import UsageError
+from vllm_syncgate.repro.judge import ReproVerdict, RunResult, TestVerdict, judge
 from vllm_syncgate.repro.model import CiFailure, CiLog, CiOutcome
 from vllm_syncgate.repro.nodeids import (
     LocalTree,
@@ -27,68 +33,8 @@ from vllm_syncgate.repro.nodeids import (
     rerun_files,
 )
 from vllm_syncgate.repro.runner import PytestResult, Runner, check_exit
-from vllm_syncgate.repro.stats import (
-    clopper_pearson_interval,
-    runs_needed,
-    wilson_interval,
-    zero_failure_upper_bound,
-)
-
-
-class ReproVerdict(str, enum.Enum):
-    """What the reruns say about one CI failure (a sync budget's is :class:`vllm_syncgate.audit.Verdict`)."""
-
-    BROKEN = "broken"
-    FLAKY = "flaky"
-    ORDER_DEPENDENT = "order-dependent"
-    NOT_REPRODUCED = "not-reproduced"
-    ENVIRONMENT = "environment"
-    MISSING = "missing"
-
-
-@dataclass
-class RunResult:
-    """One rerun of one target: its outcome and, if it failed, where and why."""
-
-    run: int
-    outcome: str  # passed | failed | error | skipped
-    phase: str = ""
-    worker: str = ""
-    duration: float = 0.0
-    longrepr: str = ""
-    replay: bool = False
-
-
-@dataclass
-class TestVerdict:
-    """The verdict for one CI failure, with the evidence behind it."""
-
-    __test__ = False  # not a pytest test class, despite the name
-
-    nodeid: str
-    verdict: ReproVerdict
-    ci: CiFailure
-    runs: list[RunResult] = field(default_factory=list)
-    replays: list[RunResult] = field(default_factory=list)
-    interval: tuple[float, float] | None = None
-    upper_bound: float | None = None
-    detail: str = ""
-    predecessors: tuple[str, ...] = ()
-
-    @property
-    def failures(self) -> int:
-        return sum(r.outcome in ("failed", "error") for r in self.runs)
-
-    @property
-    def replay_failures(self) -> int:
-        return sum(r.outcome in ("failed", "error") for r in self.replays)
-
-    @property
-    def first_traceback(self) -> str:
-        for run in [*self.runs, *self.replays]:
-            if run.longrepr:
-                return run.longrepr
-        return ""
+from vllm_syncgate.repro.shards import Shard
+from vllm_syncgate.repro.stats import runs_needed
 
 
 @dataclass
@@ -100,11 +46,14 @@ class RerunConfig:
     confidence: float = 0.95
     workers: int = 2
     early_stop: bool = True
-    broken_after: int = 10
+    broken_after: int = 14  # a 70%-flaky test is called broken with chance 0.7**14 < 1%
+    min_runs: int = 20  # no flaky verdict (and no rate) from fewer runs
     replay_order: bool = False
     replay_runs: int = 3
-    interval: str = "wilson"
+    interval: str = "exact"
     seed: int | None = None
+    shard: Shard | None = None
+    shard_key: str = ""  # the log's digest: fixes every shard's share and seed
 
     def resolved_runs(self) -> int:
         if self.runs is None:
@@ -123,6 +72,8 @@ class RerunConfig:
             raise UsageError(f"--replay-runs must be at least 1, got {self.replay_runs}")
         if self.broken_after < 1:
             raise UsageError(f"--broken-after must be at least 1, got {self.broken_after}")
+        if self.min_runs < 1:
+            raise UsageError(f"--min-runs must be at least 1, got {self.min_runs}")
         if self.interval not in ("wilson", "exact"):
             raise UsageError(f"--interval must be wilson or exact, got {self.interval}")
 
@@ -195,6 +146,7 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
     runs: dict[str, dict[int, RunResult]] = defaultdict(dict)
     finished: set[tuple[str, int]] = set()
     crashes = []
+    order = 0
     for rec in records:
         if rec.get("role") != "target":
             continue
@@ -204,8 +156,9 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
             continue
         result = runs[target].get(index)
         if result is None:
+            order += 1
             result = runs[target][index] = RunResult(index, "passed", worker=rec["worker"],
-                                                     replay=replay)
+                                                     replay=replay, order=order)
         result.duration += float(rec.get("duration") or 0.0)
         if rec["when"] == "teardown":
             finished.add((target, index))
@@ -213,6 +166,7 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
             result.outcome = "failed" if rec["when"] == "call" else "error"
             result.phase = rec["when"]
             result.longrepr = rec.get("longrepr", "")
+            result.signature = rec.get("signature", "")
         elif rec["outcome"] == "skipped" and result.outcome == "passed":
             result.outcome = "skipped"
     for rec in crashes:
@@ -223,6 +177,7 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
                                                           worker=rec["worker"], replay=replay)
         result.outcome, result.phase = "error", "crash"
         result.longrepr = rec.get("longrepr", "")
+        result.signature = "crash: the worker process died"
         runs[target][result.run] = result
         finished.add((target, result.run))
     if died:
@@ -231,6 +186,7 @@ def _collect_runs(session: PytestResult, replay: bool) -> dict[str, list[RunResu
                 if (target, index) not in finished:
                     run.outcome, run.phase = "error", "crash"
                     run.longrepr = f"pytest exited with code {session.exit_code} during this run"
+                    run.signature = "crash: the session process died"
                     finished.add((target, index))
     # A run that neither finished nor crashed (the session was cut short) is no evidence.
     return {t: [r for i, r in sorted(by_run.items()) if (t, i) in finished]
@@ -245,28 +201,45 @@ def _collect_first(log: CiLog, config: RerunConfig) -> bool:
         f.address is not None or f.outcome is CiOutcome.COLLECTION_ERROR for f in log.failures)
 
 
-def _interval(config: RerunConfig, failures: int, runs: int) -> tuple[float, float]:
-    fn = clopper_pearson_interval if config.interval == "exact" else wilson_interval
-    return fn(failures, runs, config.confidence)
+def _shares(config: RerunConfig, targets: list[str], runs: int,
+            salt: str = "") -> dict[str, list[int]] | None:
+    """Each target's run indices on this shard (``None``: every run, no shard)."""
+    if config.shard is None:
+        return None
+    return {t: config.shard.runs_of(config.shard_key + salt, t, runs) for t in targets}
+
+
+def _plan(config: RerunConfig, targets: list[str], runs: int) -> dict[str, Any]:
+    plan: dict[str, Any] = {"mode": "isolation", "runs": runs, "targets": targets,
+                            "early_stop": config.early_stop and config.shard is None,
+                            "broken_after": min(config.broken_after, runs),
+                            "min_runs": min(config.min_runs, runs)}
+    shares = _shares(config, targets, runs)
+    if shares is not None:
+        plan["shares"] = shares
+    return plan
+
+
+def _items(plan: dict[str, Any]) -> int:
+    shares = plan.get("shares")
+    return sum(map(len, shares.values())) if shares else plan["runs"] * len(plan["targets"])
 
 
 def reproduce(log: CiLog, runner: Runner, config: RerunConfig) -> list[TestVerdict]:
-    """Validate, rerun and classify every failure in ``log``."""
+    """Validate, rerun and classify every failure in ``log`` (this shard's share of it)."""
     config.validate()
     candidates = [c for f in log.failures for c in _candidate_files(f)]
     if config.replay_order:
         candidates += [p for f in log.failures for p in f.predecessors]
     runs = config.resolved_runs()
-    plan = {"mode": "isolation", "runs": runs, "early_stop": config.early_stop,
-            "broken_after": min(config.broken_after, runs)}
     if _collect_first(log, config):
         tree = collect(runner, candidates)
         verdicts, runnable = triage(log, tree)
         if not runnable:
             return verdicts
-        args = _session_args(runner, config.workers, runs * len(runnable), config)
-        result = check_exit(runner.pytest([*args, *runnable], {**plan, "targets": list(runnable)}),
-                            runner.description)
+        plan = _plan(config, list(runnable), runs)
+        args = _session_args(runner, config.workers, _items(plan), config)
+        result = check_exit(runner.pytest([*args, *runnable], plan), runner.description)
     else:
         # one session validates and reruns: pytest gets the validated files only; the log's
         # node ids go in the plan, where the plugin compares them with what it collected
@@ -275,63 +248,53 @@ def reproduce(log: CiLog, runner: Runner, config: RerunConfig) -> list[TestVerdi
                                      if plausible(f.nodeid) and file_of(f.nodeid) in files))
         result = PytestResult(5, "")
         if targets:
-            args = _session_args(runner, config.workers, runs * len(targets), config)
+            plan = _plan(config, targets, runs)
+            args = _session_args(runner, config.workers, _items(plan), config)
             result = check_exit(runner.pytest(
                 [*args, "--continue-on-collection-errors", *files],
-                {**plan, "targets": targets, "report_collected": True}), runner.description)
+                {**plan, "report_collected": True}), runner.description)
         verdicts, runnable = triage(log, collected_in_session(tree, result))
         if not runnable:
             return verdicts
     isolation = _collect_runs(result, replay=False)
 
-    replay_candidates: dict[str, tuple[str, ...]] = {}
+    blocks: dict[str, tuple[str, ...]] = {}
     for nodeid, failure in runnable.items():
-        done = [r for r in isolation.get(nodeid, []) if r.outcome != "skipped"]
-        verdict = TestVerdict(nodeid, ReproVerdict.NOT_REPRODUCED, failure,
-                              runs=isolation.get(nodeid, []))
-        fails = verdict.failures
-        if not done:
-            verdict.detail = "no rerun produced a result (skipped or deselected here)"
-            verdict.upper_bound = 1.0
-        elif fails == len(done):
-            verdict.verdict = ReproVerdict.BROKEN
-            verdict.interval = _interval(config, fails, len(done))
-        elif fails:
-            verdict.verdict = ReproVerdict.FLAKY
-            verdict.interval = _interval(config, fails, len(done))
-        else:
-            verdict.upper_bound = zero_failure_upper_bound(len(done), config.confidence)
-            before = tuple(p for p in failure.predecessors if tree.has(p) and p != nodeid)
-            if config.replay_order and before:
-                replay_candidates[nodeid] = before
-            verdict.predecessors = before
-        verdicts.append(verdict)
-
-    if replay_candidates:
-        _replay(runner, config, replay_candidates, verdicts)
+        before = tuple(p for p in failure.predecessors if tree.has(p) and p != nodeid)
+        alone = isolation.get(nodeid, [])
+        # one machine replays what never failed alone; a shard cannot know that, so it replays
+        # its share of every test with predecessors and the judge decides on all shards' runs
+        if config.replay_order and before and (config.shard is not None
+                                               or not any(r.failed for r in alone)):
+            blocks[nodeid] = before
+    replays = _replay(runner, config, blocks) if blocks else {}
+    for nodeid, failure in runnable.items():
+        before = tuple(p for p in failure.predecessors if tree.has(p) and p != nodeid)
+        verdicts.append(judge(nodeid, failure, isolation.get(nodeid, []),
+                              replays.get(nodeid, []), confidence=config.confidence,
+                              interval_kind=config.interval, predecessors=before))
     return verdicts
 
 
-def _replay(runner: Runner, config: RerunConfig, blocks: dict[str, tuple[str, ...]],
-            verdicts: list[TestVerdict]) -> None:
+def _replay(runner: Runner, config: RerunConfig,
+            blocks: dict[str, tuple[str, ...]]) -> dict[str, list[RunResult]]:
     """Rerun each target after its CI predecessors, in CI order, one process per target."""
     args = _session_args(runner, 1, 1, config)
+    shares = _shares(config, list(blocks), config.replay_runs, salt=":replay") or {}
+    wanted = [t for t in blocks if shares.get(t, True)]
 
     def replay_one(target: str) -> list[RunResult]:
         before = blocks[target]
-        plan = {"mode": "replay", "runs": config.replay_runs, "early_stop": config.early_stop,
-                "broken_after": 1, "blocks": [{"target": target, "sequence": [*before, target]}]}
+        plan: dict[str, Any] = {
+            "mode": "replay", "runs": config.replay_runs,
+            "early_stop": config.early_stop and config.shard is None, "broken_after": 1,
+            "blocks": [{"target": target, "sequence": [*before, target]}]}
+        if target in shares:
+            plan["shares"] = {target: shares[target]}
         unique = list(dict.fromkeys((*before, target)))
         result = check_exit(runner.pytest([*args, *unique], plan), runner.description)
         return _collect_runs(result, replay=True).get(target, [])
 
-    width = max(1, min(config.workers, len(blocks))) if runner.concurrent else 1
+    width = max(1, min(config.workers, len(wanted))) if runner.concurrent else 1
     with ThreadPoolExecutor(max_workers=width) as pool:
-        replays = dict(zip(blocks, pool.map(replay_one, blocks), strict=True))
-    for verdict in verdicts:
-        if verdict.nodeid in blocks:
-            verdict.replays = replays[verdict.nodeid]
-            if verdict.replay_failures:
-                verdict.verdict = ReproVerdict.ORDER_DEPENDENT
-                verdict.detail = (f"fails after {len(blocks[verdict.nodeid])} CI predecessor(s) "
-                                  f"in CI order, never alone")
+        return dict(zip(wanted, pool.map(replay_one, wanted), strict=True))

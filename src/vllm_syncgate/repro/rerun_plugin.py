@@ -5,7 +5,10 @@ container where syncgate may not be installed), so it imports only the standard 
 pytest. Its instructions come from a JSON plan named by ``SYNCGATE_REPRO_PLAN``:
 
 ``{"mode": "isolation"|"replay", "runs": N, "targets": [...], "blocks": [...],
-"results": PATH, "settled": PATH, "broken_after": K}``
+"results": PATH, "settled": PATH, "broken_after": K, "min_runs": M, "shares": {...}}``
+
+``shares`` (optional, ``syncgate repro --shard``) maps a target to the run indices this session
+does; without it every target does runs 1..N.
 
 - isolation: every target (a node id, or a file for per-file CI runners) is cloned N times,
   run r of all targets before run r+1, so xdist spreads the copies over workers.
@@ -20,8 +23,9 @@ before the targets are picked from them, so node ids from a log only ever meet t
 ones in an equality test here and never reach pytest's argv.
 
 Each copy runs with ``SYNCGATE_REPRO_RUN`` set to its run index. The controlling process writes
-one JSON line per report to ``results``; once a target's verdict can no longer change it lists
-the target in ``settled`` and workers skip its remaining copies (early stop).
+one JSON line per report to ``results`` (a failure with its signature: exception type and the
+frame that raised it); once :func:`settled` says a target's verdict is in, it lists the target
+in ``settled`` and workers skip its remaining copies (early stop).
 """
 
 from __future__ import annotations
@@ -42,6 +46,33 @@ _TARGET = "syncgate_target"
 _RUN = "syncgate_run"
 _COLLECTED = "syncgate_collected"
 _LONGREPR_CHARS = 6000
+
+
+def settled(failed: int, passed: int, plan: dict[str, Any]) -> bool:
+    """The early-stop rule, also driven by :mod:`vllm_syncgate.repro.simulate` to prove it.
+
+    Replay: one failure after the predecessors settles it. Isolation: ``broken_after`` failures
+    and no pass settle "broken" (a test failing at rate p is called broken with chance
+    p ** broken_after); both outcomes settle "flaky" only once ``min_runs`` runs are done, so the
+    rate is never printed from fewer runs than that and the interval keeps its coverage.
+    """
+    if plan["mode"] == "replay":
+        return failed >= 1
+    if not passed:
+        return failed >= int(plan["broken_after"])
+    return failed > 0 and failed + passed >= int(plan.get("min_runs", 1))
+
+
+def signature(report: pytest.TestReport, root: str) -> str:
+    """Exception type and the frame that raised it: what "the same failure" means across runs."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None:
+        return f"{report.when} failure"
+    kind = str(crash.message).split(":", 1)[0].split("\n", 1)[0].strip() or "failure"
+    path = str(crash.path)
+    if path.startswith(root.rstrip(os.sep) + os.sep):
+        path = path[len(root.rstrip(os.sep)) + 1:]
+    return f"{kind} at {path}:{crash.lineno}"
 
 
 def _matches(nodeid: str, target: str) -> bool:
@@ -96,18 +127,22 @@ class ReproPlugin:
                 self.config.workeroutput[_COLLECTED] = collected  # type: ignore[attr-defined]
             else:
                 self._write_collected(collected)
-        runs = int(self.plan["runs"])
         if self.plan["mode"] == "replay":
             units = [(block["target"], list(block["sequence"])) for block in self.plan["blocks"]]
         else:
             units = [(target, [target]) for target in self.plan["targets"]]
+        every = list(range(1, int(self.plan["runs"]) + 1))
+        shares = {target: set(self.plan.get("shares", {}).get(target, every))
+                  for target, _ in units}
         by_nodeid: dict[str, list[pytest.Item]] = {}
         for wanted in {n for _, seq in units for n in seq}:
             by_nodeid[wanted] = [it for it in items if _matches(it.nodeid, wanted)]
         planned: list[pytest.Item] = []
         used: set[int] = set()
-        for run in range(1, runs + 1):
+        for run in sorted(set().union(*shares.values())) if shares else []:
             for target, sequence in units:
+                if run not in shares[target]:
+                    continue
                 for nodeid in sequence:
                     for original in by_nodeid[nodeid]:
                         copy = original if id(original) not in used else _clone(original)
@@ -182,6 +217,7 @@ class ReproPlugin:
         }
         if report.failed:
             record["longrepr"] = str(report.longrepr)[-_LONGREPR_CHARS:]
+            record["signature"] = signature(report, str(self.config.rootpath))
         self._results.write(json.dumps(record) + "\n")
         self._results.flush()
         if role == "target":
@@ -206,12 +242,7 @@ class ReproPlugin:
             self._runs[key] = False
             self.tally.setdefault(target, [0, 0])[1] += 1
         failed, passed = self.tally.get(target, [0, 0])
-        if self.plan["mode"] == "replay":
-            settled = failed >= 1
-        else:
-            settled = (failed and passed) or (failed >= int(self.plan["broken_after"])
-                                              and not passed)
-        if settled and target not in self.settled:
+        if settled(failed, passed, self.plan) and target not in self.settled:
             self.settled.add(target)
             tmp = self.plan["settled"] + ".tmp"
             with open(tmp, "w", encoding="utf-8") as handle:

@@ -8,6 +8,7 @@ tail, so no statistics library is needed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ def zero_failure_upper_bound(runs: int, confidence: float = 0.95) -> float:
     return 1.0 - (1.0 - confidence) ** (1.0 / runs)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; merges and simulations ask for the same ones
 def wilson_interval(failures: int, runs: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for the failure rate; good coverage even for small ``runs``."""
     _check(failures, runs)
@@ -42,6 +44,7 @@ def wilson_interval(failures: int, runs: int, confidence: float = 0.95) -> tuple
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+@functools.lru_cache(maxsize=4096)
 def clopper_pearson_interval(
     failures: int, runs: int, confidence: float = 0.95
 ) -> tuple[float, float]:

@@ -58,7 +58,7 @@ def test_junit_keeps_every_rerun_and_maps_verdicts(report):
     flaky = cases["test_flaky"]
     assert flaky.find("failure") is None
     assert [f.get("message") for f in flaky.findall("flakyFailure")] == [
-        "run 1 failed in call", "run 4 failed in call"]
+        "run 1: boom in run 1", "run 4: boom in run 4"]  # each failure's own message
     assert flaky.find("flakyFailure/stackTrace").text == "E   boom in run 1"
     broken = cases["test_broken"]
     assert broken.find("failure").get("type") == "broken"

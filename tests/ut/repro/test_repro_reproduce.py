@@ -59,16 +59,17 @@ def test_synthetic_suite_is_classified_exactly(repro_logs, suite_dir, suite_outc
     assert "state left by test_polluter" in victim.first_traceback
 
 
-@pytest.mark.parametrize(("early_stop", "runs"), [(True, (3, 2)), (False, (12, 12))])
+@pytest.mark.parametrize(("early_stop", "min_runs", "runs"),
+                         [(True, 5, (3, 5)), (True, 1, (3, 2)), (False, 5, (12, 12))])
 def test_early_stop_ends_a_test_once_its_verdict_is_settled(repro_logs, suite_dir, early_stop,
-                                                            runs):
-    # In one process the stop is exact: broken after --broken-after=3 failures, flaky as soon
-    # as it has passed once (run 1) and failed once (run 2).
+                                                            min_runs, runs):
+    # In one process the stop is exact: broken after --broken-after=3 failures; flaky once it
+    # has passed (run 1) and failed (run 2) and --min-runs runs are done, never before.
     log = parse_log(repro_logs / "pytest_quiet.txt")
     keep = {"case_broken.py::TestAlways::test_broken", "case_flaky.py::test_flaky_half"}
     log.failures = [f for f in log.failures if f.nodeid in keep]
     verdicts = reproduce(log, LocalRunner(suite_dir), RerunConfig(
-        runs=12, workers=1, broken_after=3, early_stop=early_stop))
+        runs=12, workers=1, broken_after=3, min_runs=min_runs, early_stop=early_stop))
     assert [(v.verdict, len(v.runs)) for v in verdicts] == [
         (ReproVerdict.BROKEN, runs[0]), (ReproVerdict.FLAKY, runs[1])]
 
@@ -177,6 +178,7 @@ def test_xunit2_addresses_resolve_and_only_collected_ids_are_rerun(repro_logs, s
     ("kwargs", "problem"),
     [({"runs": 0}, "--runs must be at least 1"), ({"workers": 0}, "--workers"),
      ({"target_rate": 1.5}, "--target-rate"), ({"replay_runs": 0}, "--replay-runs"),
+     ({"min_runs": 0}, "--min-runs"),
      ({"interval": "bayes"}, "--interval")],
 )
 def test_bad_config_is_a_usage_error(kwargs, problem):
