@@ -29,6 +29,9 @@ that mode), its allow rules added to the base's, its limits overriding the base'
     kind = "device_sync"
     reason = "opt-in encoder timing, off unless --collect-timing"
 
+A file the scan cannot read fails a gate-mode scan unless excluded with a reason
+(``[[exclude]]`` with ``path``, a glob on the file's path, and ``reason``).
+
 Example::
 
     profile = "cuda"
@@ -49,12 +52,13 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.events import SYNC_KINDS, StepKind, SyncEvent
+from vllm_syncgate.audit.exclusions import Exclusion, parse_exclusions
 from vllm_syncgate.errors import BudgetError
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
@@ -75,6 +79,7 @@ class AllowRule:
     max_per_step: int | None = None  # by design once per step: a second wait there counts
     overrides: bool = False  # also the overrides of the named method in subclasses (same role)
     logprobs_only: bool = False  # only in steps serving a request that asked for logprobs
+    source: str = field(default="", compare=False)  # the file that wrote it (unused-rule warnings)
 
     def matches(self, event: SyncEvent, logprob_step: bool = False) -> bool:
         if self.logprobs_only and not logprob_step:
@@ -127,6 +132,7 @@ class BudgetSet:
     profile: str
     budgets: tuple[Budget, ...]
     source: str = ""
+    exclude: tuple[Exclusion, ...] = ()  # files the scan's gate need not read, each with a reason
 
     def select(self, runner: str, speculation: bool) -> Budget:
         for candidate in (runner, "*"):
@@ -160,8 +166,8 @@ def load_budgets(path: str | Path) -> BudgetSet:
 def parse_budgets(data: dict[str, Any], source: str = "<budgets>",
                   _chain: tuple[str, ...] = ()) -> BudgetSet:
     reject_unknown_keys(
-        data, ("profile", "budget", "extends"), where="", source=source, error=BudgetError,
-        problem="unknown key (expected profile, budget, extends)",
+        data, ("profile", "budget", "extends", "exclude"), where="", source=source,
+        error=BudgetError, problem="unknown key (expected profile, budget, extends, exclude)",
     )
     base = _base(data["extends"], source, _chain) if "extends" in data else None
     profile = data.get("profile", base.profile if base is not None else None)
@@ -176,9 +182,11 @@ def parse_budgets(data: dict[str, Any], source: str = "<budgets>",
         if (b.runner, b.speculation) in seen:
             raise BudgetError(source, f"budget[{i}]", f"duplicate budget for {b.label}")
         seen.add((b.runner, b.speculation))
+    exclude = parse_exclusions(data.get("exclude", []), source, "exclude", BudgetError)
     if base is not None:
         budgets = _extend(base.budgets, budgets)
-    return BudgetSet(profile=profile, budgets=budgets, source=source)
+        exclude = base.exclude + exclude
+    return BudgetSet(profile=profile, budgets=budgets, source=source, exclude=exclude)
 
 
 def _base(name: Any, source: str, chain: tuple[str, ...]) -> BudgetSet:
@@ -288,7 +296,8 @@ def _parse_allow(rule: Any, where: str, source: str) -> AllowRule:
     if flags["overrides"] and (kind is None or cap is None):
         raise BudgetError(source, f"{where}.overrides", "needs kind and max_per_step: an override "
                           "may wait only the way the method it overrides does, as often")
-    return AllowRule(site=site, reason=reason, kind=kind, api=api, max_per_step=cap, **flags)
+    return AllowRule(site=site, reason=reason, kind=kind, api=api, max_per_step=cap, **flags,
+                     source=source)
 
 
 def _as_list(value: Any, where: str, source: str) -> Iterable[Any]:

@@ -49,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE",
                         help="known findings (from --write-baseline): listed, not failing; new "
                         "ones still fail (default: [tool.syncgate] baseline, else none)")
+    parser.add_argument("--strict", action="store_true",
+                        help="gate mode: also fail (exit 1) on a file that could not be read or "
+                        "parsed (unless excluded with a reason) and on an allow rule, inline "
+                        "allow or baseline entry that matched nothing")
     parser.add_argument("--write-baseline", metavar="FILE",
                         help="record every failing site as known in FILE and exit 0")
     parser.add_argument("--patterns", metavar="FILE",
@@ -92,53 +96,45 @@ def run(args: argparse.Namespace) -> int:
     project = scan_project(ScanRequest(
         args.paths, args.entry, budget=args.budget, profile=profile, device=device,
         baseline=args.baseline, write_baseline=args.write_baseline, patterns=args.patterns,
-        file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds)))
+        file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds),
+        strict=args.strict))
     result = project.result
-    if project.settings.source is not None and args.format != "text":  # text prints it first
-        print(f"syncgate scan: {terminal(project.settings.header())}", file=sys.stderr)
+    if args.format != "text":  # text prints them first
+        for line in project.header():
+            print(f"syncgate scan: {terminal(line)}", file=sys.stderr)
     for warning in result.warnings:
         print(f"syncgate scan: warning: {terminal(warning)}", file=sys.stderr)
-    for problem in result.problems:
-        print(f"syncgate scan: warning: {terminal(f'{problem.file}: {problem.reason}')}",
-              file=sys.stderr)
-    for skipped in result.skipped:
-        print(f"syncgate scan: skipped {terminal(f'{skipped.file}: {skipped.reason}')}",
-              file=sys.stderr)
-    for entry in project.fixed:
-        known = f"{entry['file']} {entry['qualname']} {entry['kind']} {entry['api']}"
-        print(f"syncgate scan: fixed since the baseline: {terminal(known)}", file=sys.stderr)
+    for line in project.verdict_lines():  # unread files, exclusions, unused allows
+        print(f"syncgate scan: {terminal(line)}", file=sys.stderr)
     if project.baseline_written is not None:
         print(f"syncgate scan: wrote {project.baseline_written} known failing site(s) to "
               f"{args.write_baseline}", file=sys.stderr)
         return EXIT_OK
     job_summary = summary_path(args.github_summary)
     if job_summary is not None:
-        append_summary(job_summary, to_markdown(result))
+        append_summary(job_summary, to_markdown(result, project))
     report = _render(args, project)
     if args.output:
         output = Path(args.output)
         write_all(output.parent, {output.name: report + "\n"})
-        print(f"syncgate scan: wrote {args.output} ({Counts.of(result).line()})", file=sys.stderr)
+        verdict = Counts.of(result).line(len(project.gate_failures))
+        print(f"syncgate scan: wrote {args.output} ({verdict})", file=sys.stderr)
     else:
         sys.stdout.write(report + "\n")
-    return result.exit_code
+    return project.exit_code
 
 
 def _render(args: argparse.Namespace, project: ProjectScan) -> str:
-    result, settings = project.result, project.settings
+    result = project.result
     if args.format == "json":
-        where = None if settings.source is None else {"source": str(settings.source),
-                                                       "values": settings.values}
-        return to_json(result, failing_only=args.failing_only, settings=where, device=project.device)
+        return to_json(result, failing_only=args.failing_only, project=project, device=project.device)
     if args.format == "sarif":
         return to_sarif(result, failing_only=args.failing_only, device=project.device)
     if args.format == "github":
-        return to_github(result, device=project.device)
-    header = [settings.header()] if settings.source is not None else []
+        return to_github(result, device=project.device, project=project)
     return to_text(result, failing_only=args.failing_only, verbose=args.verbose,
-                   colour=not args.output and use_colour(sys.stdout),
-                   header=[*header, f"budget: {project.budget}"] if args.verbose else header,
-                   device=project.device)
+                   colour=not args.output and use_colour(sys.stdout), header=project.header(),
+                   device=project.device, project=project)
 
 
 def _profile_or_device(args: argparse.Namespace) -> tuple[str | None, str | None]:

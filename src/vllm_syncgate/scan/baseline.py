@@ -3,17 +3,19 @@ them from failing the gate while every new one still fails.
 
 A finding is known by what survives unrelated edits: its file (relative to the baseline file's
 directory, so the baseline can be committed next to the tree), the function it is in, its kind,
-its API and its code line, not its line number. A known finding is listed with guard
-``baseline`` so it stays visible; an entry the scan no longer finds is reported as fixed.
+its API and its code line (as Python numbers lines), not its line number. An entry may carry a
+``reason``, shown with the finding it excuses. A known finding is listed with guard ``baseline``
+so it stays visible; an entry the scan no longer finds is reported as unused (fixed?), and fails
+``scan --strict``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from vllm_syncgate.errors import BaselineError
 from vllm_syncgate.reportfiles import write_all
@@ -37,8 +39,16 @@ def key(finding: Finding, root: Path) -> Key:
             " ".join(finding.code.split()))
 
 
+_FIELDS = ("file", "qualname", "kind", "api", "code")
+
+
 def _entry(k: Key) -> dict[str, str]:
-    return dict(zip(("file", "qualname", "kind", "api", "code"), k, strict=True))
+    return dict(zip(_FIELDS, k, strict=True))
+
+
+def describe(entry: dict[str, str]) -> str:
+    """An entry in one line, for the unused-entry warning."""
+    return f"{entry['file']} {entry['qualname']} {entry['kind']} {entry['api']} ({entry['code']!r})"
 
 
 def write_baseline(path: Path, findings: Iterable[Finding]) -> int:
@@ -54,6 +64,7 @@ def write_baseline(path: Path, findings: Iterable[Finding]) -> int:
 class Baseline:
     path: Path
     keys: frozenset[Key]
+    reasons: dict[Key, str] = field(default_factory=dict)
 
     def apply(self, findings: Iterable[Finding]) -> tuple[list[Finding], list[dict[str, str]]]:
         """Known failing findings become ``baseline``; the entries no longer found (fixed)."""
@@ -63,7 +74,9 @@ class Baseline:
             k = key(finding, self.path.parent)
             if finding.gates and k in self.keys:
                 seen.add(k)
-                finding = replace(finding, guard=GUARD, reason=f"known: in the baseline {self.path}")
+                why = self.reasons.get(k)
+                finding = replace(finding, guard=GUARD, reason=(
+                    f"known: {why} (baseline {self.path})" if why else f"known: in the baseline {self.path}"))
             out.append(finding)
         return out, [_entry(k) for k in sorted(self.keys - seen)]
 
@@ -81,9 +94,15 @@ def load_baseline(path: Path) -> Baseline:
     if not isinstance(entries, list):
         raise BaselineError(path, "findings", "must be a list")
     keys = set()
+    reasons: dict[Key, str] = {}
     for i, entry in enumerate(entries):
-        fields = ("file", "qualname", "kind", "api", "code")
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
-            raise BaselineError(path, f"findings[{i}]", f"must have string {', '.join(fields)}")
-        keys.add(tuple(entry[f] for f in fields))
-    return Baseline(path, frozenset(keys))
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in _FIELDS):
+            raise BaselineError(path, f"findings[{i}]", f"must have string {', '.join(_FIELDS)}")
+        k = cast(Key, tuple(entry[f] for f in _FIELDS))
+        keys.add(k)
+        reason = entry.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise BaselineError(path, f"findings[{i}].reason", "must be a string")
+        if reason and reason.strip():
+            reasons[k] = reason.strip()
+    return Baseline(path, frozenset(keys), reasons)

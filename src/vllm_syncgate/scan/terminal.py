@@ -70,16 +70,20 @@ class Counts:
         every = sites(result.findings)
         return cls(len(every), sum(s.gates for s in every), len(result.findings), len(result.failing))
 
-    def line(self) -> str:
-        verdict = "FAIL" if self.failing_sites else "ok"
+    def line(self, gate_failures: int = 0) -> str:
+        """The verdict; ``gate_failures``: unread files or unused allows that fail it too."""
+        verdict = "FAIL" if self.failing_sites or gate_failures else "ok"
+        more = f"; {gate_failures} gate failure(s): unread files or unused allows" if gate_failures else ""
         return (f"{verdict}: {self.failing_sites} failing site(s) of {self.sites} "
-                f"({self.failing_pairs} of {self.pairs} site x entry pairs)")
+                f"({self.failing_pairs} of {self.pairs} site x entry pairs){more}")
 
 
 def to_terminal(result: ScanResult, *, verbose: bool = False, colour: bool = False,
-                header: Iterable[str] = (), device: str = "<device>") -> str:
-    """The text report; every name from the tree passes :func:`~vllm_syncgate.escaping.terminal`
-    first, so a file name cannot carry a newline or an escape sequence onto the screen."""
+                header: Iterable[str] = (), device: str = "cuda", footer: Iterable[str] = (),
+                gate_failures: int = 0) -> str:
+    """The text report; ``footer``: the project's lines on unread files and unused allows.
+    Every name from the tree passes :func:`~vllm_syncgate.escaping.terminal` first, so a file
+    name cannot carry a newline or an escape sequence onto the screen."""
     result = each_text(result, terminal)
 
     def paint(code: str, text: str) -> str:
@@ -106,8 +110,9 @@ def to_terminal(result: ScanResult, *, verbose: bool = False, colour: bool = Fal
     counts = Counts.of(result)
     hidden = counts.sites - len(shown)
     tail = f"; {hidden} guarded, allowed or known site(s) not shown (-v shows them)" if hidden else ""
-    verdict = paint(_RED if counts.failing_sites else _GREEN, counts.line())
+    verdict = paint(_RED if counts.failing_sites or gate_failures else _GREEN,
+                    counts.line(gate_failures))
     out.append(f"{verdict}{tail}")
     out.append(f"{result.files} files, {result.lines} lines, {len(result.entries)} entry points")
-    out += [f"not scanned: {p.file}: {p.reason}" for p in result.problems]
+    out += [terminal(line) for line in footer]
     return "\n".join(out)

@@ -57,7 +57,7 @@ def test_failing_case_points_at_the_call_site_in_the_users_tree(judge_kit, tmp_p
     assert failing.get("name") == "sequential"
     assert (failing.get("file"), failing.get("line")) == (expected, "1234")
     text = failing.find("failure").text
-    assert "fix: use the event-based readback" in text
+    assert "fix: do not read device values on the host in the step" in text
     assert 'site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"' in text
     passing = suite.find("testcase[@name='batched']")
     assert passing.find("failure") is None
@@ -67,7 +67,7 @@ def test_failing_case_points_at_the_call_site_in_the_users_tree(judge_kit, tmp_p
 def test_fix_hints_name_site_pattern_and_allow_stanza(judge_kit):
     hints = fix_hints(_result(judge_kit, _site("/t/gpu_model_runner.py")))
     assert hints[0] == "/t/gpu_model_runner.py:1234:_update_states (blocking_readback)"
-    assert hints[1].startswith("fix: use the event-based readback")
+    assert hints[1].startswith("fix: do not read device values on the host in the step")
     assert hints[2] == '  or, if by design, add to your budget file (extends = "<device>"):'
     assert hints[3:7] == ["      [[budget.allow]]",
                           '      site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"',
