@@ -7,7 +7,8 @@ swapped in only once every one was written; any failure removes the temporaries 
 this call created), leaving nothing new behind.
 
 Log lines, node ids and env headers come from CI and may hold terminal escapes (ESC, BEL) or
-bytes XML 1.0 cannot carry; :func:`printable` turns those into visible ``\\xNN`` text.
+bytes XML 1.0 cannot carry; :func:`printable` (:func:`vllm_syncgate.escaping.terminal_block`, the
+one rule for multi-line text) turns those into visible ``\\xNN`` text.
 
 Temporary files are private (``mkstemp``: 0600) while they are written; each gets the mode a
 plain ``open()`` would have given it (0644 under umask 022) before it is swapped in, so an
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from vllm_syncgate.errors import ReportDirError
+from vllm_syncgate.escaping import terminal_block as printable  # junit_writer, repro, cli use it
 
 #: A file's content, or a function that writes it to the path it is given.
 Content = str | bytes | Callable[[Path], None]
@@ -43,14 +44,7 @@ _CACHE_FILES = {
                     "# This file is a cache directory tag created by syncgate.\n",
 }
 
-# C0 controls except TAB/LF, DEL, C1 controls, and the two non-characters XML forbids.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff]")
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters shown as ``\\xNN`` (TAB and newline kept)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)
+__all__ = ["Content", "current_umask", "follow_umask", "printable", "write_all"]
 
 
 def default_report_dir(command: str, base: Path | None = None) -> Path:
