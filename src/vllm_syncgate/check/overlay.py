@@ -78,12 +78,22 @@ class CodeUnderTest:
         return env
 
 
+def without_working_dir(path: list[str]) -> list[str]:
+    """``sys.path`` less the working directory that ``python -m`` and ``-c`` put first."""
+    cwd = Path.cwd().resolve()
+    return [p for p in path if p not in ("", ".") and Path(p).resolve() != cwd]
+
+
+def drop_working_dir() -> None:
+    """Make this process import nothing from the working directory (``syncgate check``)."""
+    sys.path[:] = without_working_dir(sys.path)
+
+
 def installed_package(package: str) -> Path | None:
     """The installed package directory, found without importing it or the working directory."""
-    safe = [p for p in sys.path if p not in ("", ".") and Path(p or ".").resolve() != Path.cwd()]
     saved = sys.path[:]
     try:
-        sys.path[:] = safe
+        sys.path[:] = without_working_dir(saved)
         spec = importlib.util.find_spec(package)
     finally:
         sys.path[:] = saved

@@ -39,7 +39,7 @@ from vllm_syncgate.check.levels import (
 from vllm_syncgate.check.levels import LevelResult as _LevelResult
 from vllm_syncgate.check.levels_report import markdown, sections, summary, write_level_reports
 from vllm_syncgate.check.merge import merge, plan_arguments, select_groups, write_fanout
-from vllm_syncgate.check.overlay import CodeUnderTest
+from vllm_syncgate.check.overlay import CodeUnderTest, drop_working_dir
 from vllm_syncgate.check.plan import left_out_by_quick
 from vllm_syncgate.check.report import fix_hints
 from vllm_syncgate.check.run import Say
@@ -125,6 +125,7 @@ def _quick_help() -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    drop_working_dir()  # `python -m vllm_syncgate check` in a folder holding vllm/ imports none of it
     if args.report_dir is None:
         args.report_dir = str(default_report_dir("check"))
     if args.action == "merge":
