@@ -117,24 +117,49 @@ def _installed_vllm(version: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))).parent
 
 
-def evaluate(release: Release, root: Path, base: Path | None = None) -> tuple[Score, list[Finding]]:
-    """Scan ``release`` at ``root`` (with ``base``'s ``vllm/v1/worker`` when the release names a
-    base) with its profile's non-speculative allow rules and score its own sites."""
-    allow = load_budgets(builtin_budget_path(release.profile)).all_allow_rules(speculation=False)
-    paths = [str(root / p) for p in release.paths]
-    if release.base:
-        paths.append(str((base or source_root(release.base)) / "vllm" / "v1" / "worker"))
+@dataclass
+class TreeScan:
+    """One scan of a release tree: its own sites (``(file, line)`` -> findings), the result."""
+
+    sites: dict[tuple[str, int], list[Finding]]
+    findings: list[Finding]
+    seconds: float
+    lines: int
+
+
+def allow_rules(profile: str) -> list[Any]:
+    """The shipped budget's non-speculative allow rules (what a default-mode gate applies)."""
+    return load_budgets(builtin_budget_path(profile)).all_allow_rules(speculation=False)
+
+
+def scan_tree(root: Path, paths: tuple[str, ...], profile: str, base: Path | None = None,
+              entries: tuple[str, ...] = ()) -> TreeScan:
+    """Scan ``paths`` of ``root`` (with ``base``'s ``vllm/v1/worker`` when given: the classes
+    the release subclasses) with ``profile``'s allow rules; only ``root``'s own sites count."""
+    scanned = [str(root / p) for p in paths]
+    if base is not None:
+        scanned.append(str(base / "vllm" / "v1" / "worker"))
     started = time.perf_counter()
-    result = scan(paths, entries=release.entries, allow=allow)
-    score = Score(release.name, seconds=time.perf_counter() - started, lines=result.lines)
+    result = scan(scanned, entries=entries, allow=allow_rules(profile))
+    seconds = time.perf_counter() - started
     sites: dict[tuple[str, int], list[Finding]] = {}
     own = str(root.resolve())
     for finding in result.findings:
         if str(Path(finding.file).resolve()).startswith(own + "/"):
             sites.setdefault((finding.file, finding.line), []).append(finding)
+    return TreeScan(sites, result.findings, seconds, result.lines)
+
+
+def evaluate(release: Release, root: Path, base: Path | None = None) -> tuple[Score, list[Finding]]:
+    """Scan ``release`` at ``root`` (with ``base``'s ``vllm/v1/worker`` when the release names a
+    base) with its profile's non-speculative allow rules and score its own sites."""
+    if release.base and base is None:
+        base = source_root(release.base)
+    tree = scan_tree(root, release.paths, release.profile, base, release.entries)
+    score = Score(release.name, seconds=tree.seconds, lines=tree.lines)
     matched: set[Label] = set()
-    for (file, line), group in sorted(sites.items()):
-        relative = _relative(file, root)
+    for (file, line), group in sorted(tree.sites.items()):
+        relative = relative_to(file, root)
         first = group[0]
         label = next((lb for lb in release.labels
                       if lb.matches(relative, first.qualname, first.code)), None)
@@ -153,14 +178,14 @@ def evaluate(release: Release, root: Path, base: Path | None = None) -> tuple[Sc
     for label in release.labels:
         if label.label != "default" or label in matched:
             continue
-        if _in_source(root / label.file, label.function, label.code):
+        if in_source(root / label.file, label.function, label.code):
             score.fn.append(f"{label.file} {label.function}: {label.code} (not reported)")
         else:
             score.unlabelled.append(f"stale label: {label.file} {label.function}: {label.code}")
-    return score, result.findings
+    return score, tree.findings
 
 
-def _in_source(file: Path, qualname: str, code: str) -> bool:
+def in_source(file: Path, qualname: str, code: str) -> bool:
     """Whether ``code`` occurs in the function ``qualname`` of ``file`` (labels shared by
     releases name sites some of them lack)."""
     if not file.is_file():
@@ -179,7 +204,7 @@ def _in_source(file: Path, qualname: str, code: str) -> bool:
     return False
 
 
-def _relative(file: str, root: Path) -> str:
+def relative_to(file: str, root: Path) -> str:
     try:
         return str(Path(file).resolve().relative_to(root.resolve()))
     except ValueError:

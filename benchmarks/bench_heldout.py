@@ -1,0 +1,207 @@
+"""Held-out precision and recall of the scan (issue 20 item 7), next to the in-sample corpus.
+
+Held-out commits (tests/data/scan/heldout/labels.toml) come from a local git clone of
+vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone exists): the parent and the
+fix are extracted with ``git archive`` (vllm_ascend/worker, sample, spec_decode and the commit's
+extra paths) into ``<cache>/heldout/<sha>/`` and scanned as a user would, ``vllm_ascend/worker``
+plus the commit's extra paths, with the vLLM release it builds on (its CPU wheel's v1/worker) and
+the npu budget. A ``default`` site is recalled when the parent fails the gate on it and the fix
+is clean there; a ``mode`` site failing is a false alarm. Held-out releases (CPU wheels from the
+index) registered 0 default sites, so each of their failing sites is a false alarm. Failing
+sites of the commit trees that no label names are counted apart (``unlabelled``): judging them
+after the fact would not be held out. Prints a table, writes benchmarks/results/heldout.json
+and, with --write, tests/data/scan/heldout/results.toml (the figures the test checks).
+
+    .venv/bin/python benchmarks/bench_heldout.py --git /path/to/vllm-ascend [--write] [--tag after]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _table import emit
+from vllm_syncgate.scan.corpus import (
+    evaluate,
+    load_corpus,
+    ratio,
+    relative_to,
+    scan_tree,
+    source_root,
+    totals,
+)
+from vllm_syncgate.scan.sweep import failing_sites, find, release_root
+from vllm_syncgate.tomlfile import read_toml
+from vllm_syncgate.upstream_sources import cache_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "tests/data/scan/heldout/labels.toml"
+RESULTS = ROOT / "tests/data/scan/heldout/results.toml"
+CORPUS = ROOT / "tests/data/scan-corpus/labels.toml"
+TREE = ("vllm_ascend/worker", "vllm_ascend/sample", "vllm_ascend/spec_decode")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--git", default=os.environ.get("SYNCGATE_ASCEND_GIT", ""),
+                        help="a clone (or bare repository) of vllm-ascend")
+    parser.add_argument("--tag", default="after", help="which scanner this is (results key)")
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--no-in-sample", action="store_true")
+    args = parser.parse_args()
+    labels = read_toml(LABELS)
+    rows: list[dict[str, Any]] = []
+    commit_rows = [_commit(args.git, c) for c in labels["commit"]] if args.git else []
+    for site_rows in commit_rows:
+        rows.extend(site_rows)
+    release_rows = [_release(r) for r in labels["release"]]
+    rows.extend(release_rows)
+    held = _figures([r for r in rows if r["kind"] != "unlabelled"])
+    summary: dict[str, Any] = {"scanner": args.tag, "held_out": held,
+                               "unlabelled_commit_sites": sum(r["kind"] == "unlabelled" for r in rows)}
+    if not args.no_in_sample:
+        summary["in_sample"] = _in_sample()
+    emit(f"heldout-{args.tag}", rows, summary)
+    if args.write:
+        _write(args.tag, rows, summary)
+    return 0
+
+
+def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    tp = sum(r["outcome"] == "tp" for r in rows)
+    fn = sum(r["outcome"] == "fn" for r in rows)
+    fp = sum(r["outcome"] == "fp" for r in rows)
+    return {"tp": tp, "fp": fp, "fn": fn, "recall": ratio(tp, tp + fn), "precision": ratio(tp, tp + fp)}
+
+
+def _in_sample() -> dict[str, Any]:
+    scores = []
+    for release in load_corpus(CORPUS):
+        score, _ = evaluate(release, source_root(release.source))
+        scores.append(score)
+    return totals(scores)
+
+
+def _tree(git: str, rev: str, extra: list[str]) -> Path:
+    dest = cache_dir() / "heldout" / rev
+    if dest.is_dir():
+        return dest
+    listed = subprocess.run(["git", "-C", git, "ls-tree", "--name-only", rev, *TREE, *extra],
+                            check=True, capture_output=True, text=True).stdout.split()
+    archive = subprocess.run(["git", "-C", git, "archive", "--format=tar", rev, *listed],
+                             check=True, capture_output=True).stdout
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".extract-") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, members=[m for m in tar if m.name.endswith(".py")], filter="data")
+        os.replace(tmp, dest)
+        os.mkdir(tmp)
+    return dest
+
+
+def _scan(root: Path, commit: dict[str, Any]) -> dict:
+    base = None
+    if commit.get("base"):
+        project, _, version = commit["base"].partition("==")
+        base = release_root(find(project, version))
+    paths = ("vllm_ascend/worker", *commit.get("extra_paths", ()))
+    return scan_tree(root, paths, "npu", base).sites
+
+
+def _failing_at(sites: dict, root: Path, file: str, function: str, code: str) -> bool:
+    return any(
+        relative_to(f, root) == file and g[0].qualname == function and code in g[0].code
+        and any(x.gates for x in g)
+        for (f, _), g in sites.items()
+    )
+
+
+def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
+    extra = list(commit.get("extra_paths", ()))
+    started = time.perf_counter()
+    before_root = _tree(git, commit["parent"], extra)
+    after_root = _tree(git, commit["sha"], extra)
+    before = _scan(before_root, commit)
+    after = _scan(after_root, commit)
+    rows = []
+    named = set()
+    for site in commit["site"]:
+        fails = _failing_at(before, before_root, site["file"], site["function"], site["code"])
+        fixed = site["fixed"] or site["code"]
+        still = _failing_at(after, after_root, site["file"], site["function"], fixed)
+        outcome = {(True, True): "tp", (True, False): "fn", (False, True): "fp",
+                   (False, False): "tn"}[(site["label"] == "default", fails and not still
+                                          if site["label"] == "default" else fails)]
+        named.add((site["file"], site["function"], site["code"]))
+        rows.append(_row(commit, site["file"], site["function"], site["kind"], site["label"],
+                         fails, still, outcome))
+    for text in failing_sites(before, before_root):
+        where, _, code = text.partition(": ")
+        location, _, function = where.partition(" ")
+        file = location.rsplit(":", 1)[0]
+        if not any(f == file and fn == function and c in code for f, fn, c in named):
+            rows.append(_row(commit, file, function, "", "", True, False, "", kind="unlabelled"))
+    rows[0]["seconds"] = round(time.perf_counter() - started, 1)
+    return rows
+
+
+def _row(commit: dict[str, Any], file: str, function: str, sync: str, label: str,
+         fails: bool, still: bool, outcome: str, kind: str = "commit") -> dict[str, Any]:
+    return {"kind": kind, "item": f"#{commit['pr']} {commit['sha'][:10]}",
+            "site": f"{file.rsplit('/', 1)[-1]} {function}", "sync": sync, "label": label,
+            "parent_fails": fails, "fix_fails": still, "outcome": outcome, "seconds": None}
+
+
+def _release(release: dict[str, Any]) -> dict[str, Any]:
+    project, _, version = release["source"].partition("==")
+    root = release_root(find(project, version))
+    tree = scan_tree(root, tuple(release["paths"]), release["profile"])
+    failing = failing_sites(tree.sites, root)
+    fp = max(0, len(failing) - release["default_sites"])
+    return {"kind": "release", "item": release["source"], "site": f"{len(failing)} failing",
+            "sync": "", "label": f"{release['default_sites']} default", "parent_fails": None,
+            "fix_fails": None, "outcome": "fp" if fp else "tn", "seconds": round(tree.seconds, 1),
+            "fp_sites": fp}
+
+
+def _write(tag: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    data = read_toml(RESULTS) if RESULTS.is_file() else {}
+    data[tag] = {"rows": [{k: v for k, v in r.items() if v is not None} for r in rows],
+                 "summary": summary}
+    RESULTS.write_text(_dump(data))
+    print(f"wrote {RESULTS}")
+
+
+def _dump(data: dict[str, Any]) -> str:
+    lines = ["# Written by benchmarks/bench_heldout.py --write: the held-out figures per scanner.",
+             "# tests/ut/scan/test_scan_heldout.py checks them against labels.toml.", ""]
+    for tag, block in data.items():
+        lines.append(f"[{tag}]")
+        lines.append(f"summary = {_inline(block['summary'])}")
+        lines.append("rows = [")
+        lines += [f"    {_inline(r)}," for r in block["rows"]]
+        lines += ["]", ""]
+    return "\n".join(lines)
+
+
+def _inline(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_inline(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

