@@ -18,8 +18,8 @@ from typing import Any
 
 from vllm_syncgate.repro.judge import ReproVerdict, RunResult, TestVerdict, judge
 from vllm_syncgate.repro.model import CiFailure, CiLog, CiOutcome
-from vllm_syncgate.repro.rerun_plugin import settled
 from vllm_syncgate.repro.reproduce import RerunConfig
+from vllm_syncgate.repro.rerun_plugin import settled
 from vllm_syncgate.repro.shardfile import merge_documents, shard_document
 from vllm_syncgate.repro.shards import Shard
 
