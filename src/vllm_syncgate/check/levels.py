@@ -10,6 +10,7 @@ serving would only repeat it.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -21,10 +22,11 @@ from vllm_syncgate.audit.budgets import BudgetSet
 from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
-from vllm_syncgate.errors import ConfigError, UsageError
+from vllm_syncgate.errors import ConfigError, ScanError, UsageError
 from vllm_syncgate.models.recipe import cache_root
-from vllm_syncgate.scan.callgraph import Finding, scan
-from vllm_syncgate.scan.inline import apply_inline_allows
+from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
+from vllm_syncgate.scan.report import site_message, to_json
+from vllm_syncgate.scan.terminal import Counts, sites
 from vllm_syncgate.tomlfile import read_toml
 from vllm_syncgate.unit.child import LoadError, probe_in_child
 from vllm_syncgate.unit.result import UnitReport
@@ -73,6 +75,7 @@ class LevelCase:
     file: str | None = None
     line: int | None = None
     time_s: float = 0.0
+    error: bool = False  # could not be judged (a file the scan could not read): a JUnit <error>
 
 
 @dataclass
@@ -84,6 +87,7 @@ class LevelResult:
     cases: list[LevelCase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     code: dict[str, Any] | None = None  # what it ran: CodeUnderTest.to_json(), for unit and serve
+    scan: list[dict[str, Any]] | None = None  # the scan level: each tree's scan JSON (syncgate scan's)
 
     @property
     def failed(self) -> bool:
@@ -97,8 +101,9 @@ class LevelResult:
             "notes": self.notes,
             "code": self.code,
             "cases": [{"name": c.name, "passed": c.passed, "detail": c.detail, "file": c.file,
-                       "line": c.line, "time_s": round(c.time_s, 3)} for c in self.cases],
-        }
+                       "line": c.line, "time_s": round(c.time_s, 3)} | ({"error": True} if c.error else {})
+                      for c in self.cases],
+        } | ({"scan": self.scan} if self.scan is not None else {})
 
 
 def skipped(name: str, reason: str) -> LevelResult:
@@ -130,57 +135,60 @@ def level_error(name: str, code: CodeUnderTest, reason: str, started: float) -> 
 
 
 # --- scan --------------------------------------------------------------------------------------
-def run_scan(sources: Sequence[RunnerSource], levels: DeviceLevels, budgets: BudgetSet) -> LevelResult:
-    """The runner entry points of each source, with the profile budget's non-speculative allow
-    rules. A vllm-ascend tree is scanned with the installed vLLM beside it (its runners' base
-    classes), judging only its own runner classes."""
+def scan_request(source: RunnerSource, vllm: RunnerSource | None, *, device: str | None = None,
+                 profile: str | None = None) -> ScanRequest:
+    """What ``syncgate scan`` is asked for this source: its runners' folder (a vllm-ascend tree's
+    with the vLLM's beside it, where its runners' base classes are), the tree's root (its
+    settings stay in it), in gate mode (a file not read fails)."""
+    paths = [str(source.worker_dir)]
+    if source.kind == ASCEND and vllm is not None:
+        paths.append(str(vllm.worker_dir))
+    return ScanRequest(paths, device=device, profile=profile, root=source.root, gate=True)
+
+
+def run_scan(sources: Sequence[RunnerSource], *, device: str | None = None,
+             profile: str | None = None) -> LevelResult:
+    """Each source through the one verdict engine, :func:`~vllm_syncgate.scan.project.scan_project`,
+    with the same entry points, ``[tool.syncgate]``, baseline, inline allows and device default as
+    ``syncgate scan``; one case per failing site with its fix, per unread file (an error), and per
+    entry point that reaches no failing sync. ``device``/``profile``: only when given explicitly."""
     started = time.monotonic()
-    allow = list(budgets.all_allow_rules(speculation=False))
     vllm = next((s for s in [*sources, *installed_sources()] if s.kind == VLLM), None)
-    result = LevelResult("scan", PASS)
+    result = LevelResult("scan", PASS, scan=[])
     for source in sources:
-        paths = [source.worker_dir]
-        if source.kind == ASCEND and vllm is not None:
-            paths.append(vllm.worker_dir)
-        found = scan([str(p) for p in paths], allow=allow)
-        findings, _ = apply_inline_allows(found.findings)  # `# syncgate: allow[kind] reason`
-        ours = [f for f in findings if _judged(f.runner, source, levels)]
-        entries = [e for e in found.entries if _judged(e.rpartition(".")[0], source, levels)]
-        failing = [f for f in ours if f.gates]
-        guards: dict[str, int] = {}
-        for finding in ours:
-            guards[finding.guard] = guards.get(finding.guard, 0) + 1
-        result.notes.append(f"{source.describe()}: {len(entries)} entry points, "
-                            f"{len(failing)} failing, guarded {guards or 'none'}")
-        result.cases += _scan_cases(source, entries, failing)
+        try:
+            project = scan_project(scan_request(source, vllm, device=device, profile=profile))
+        except ScanError as exc:  # nothing to judge in this tree: the gate cannot pass it
+            result.cases.append(LevelCase(f"{source.kind} runners", False,
+                                          f"no runner entry point found in {source.worker_dir}: {exc}"))
+            continue
+        found = project.result
+        result.notes += [f"{source.describe()}: {len(found.entries)} entry points, "
+                         f"{Counts.of(found).line(len(project.gate_failures))}", *project.header(),
+                         *(line for line in project.verdict_lines() if not line.startswith("FAIL"))]
+        result.cases += _scan_cases(project)
+        assert result.scan is not None
+        result.scan.append(json.loads(to_json(found, project=project, device=project.device)))
     result.status = FAIL if any(not c.passed for c in result.cases) else PASS
     result.duration_s = time.monotonic() - started
     return result
 
 
-def _judged(runner_symbol: str, source: RunnerSource, levels: DeviceLevels) -> bool:
-    """Whether a runner class (``module:Class``) is one this source's scan judges."""
-    module, _, name = runner_symbol.partition(":")
-    if source.kind == ASCEND:
-        return module.split(".")[0] == source.package
-    return module.split(".")[0] == source.package and name in levels.runners
-
-
-def _scan_cases(source: RunnerSource, entries: list[str], failing: list[Finding]) -> list[LevelCase]:
-    """One case per entry point; a failing one points at its first unguarded sync."""
-    cases = []
-    for entry in entries:
-        runner, _, method = entry.rpartition(".")
-        hits = [f for f in failing if f.runner == runner and f.entry.endswith(f".{method}")]
-        if not hits:
-            cases.append(LevelCase(entry, True, "no unguarded sync reachable"))
-            continue
-        lines = [f"{f.kind} via {f.api} at {f.file}:{f.line} ({f.qualname}; path "
-                 f"{' -> '.join(f.path)})" for f in hits]
-        cases.append(LevelCase(entry, False, "; ".join(lines), hits[0].file, hits[0].line))
-    if not entries:
-        cases.append(LevelCase(f"{source.kind} runners", False,
-                               f"no runner entry point found in {source.worker_dir}"))
+def _scan_cases(project: ProjectScan) -> list[LevelCase]:
+    """A failing case per failing site (its message and fix, annotated at its line), an error case
+    per unread file, a passing case per entry point that reaches no failing sync."""
+    found = project.result
+    cases = [LevelCase(f"{s.first.file}:{s.first.line} {s.first.kind} {s.first.api}", False,
+                       site_message(s, project.device), s.first.file, s.first.line)
+             for s in sites(found.failing)]
+    cases += [LevelCase(f"not read: {p.file}", False, f"{p.file}: {p.reason} (a sync there would "
+                        "be hidden; fix the file or exclude it with a reason)", p.file, error=True)
+              for p in project.unread]
+    cases += [LevelCase(f"unused allow {i + 1}", False, line) for i, line in
+              enumerate(project.unused if project.strict else [])]
+    failing = {f.entry_symbol for f in found.failing}
+    cases += [LevelCase(entry, True, "no unguarded sync reachable")
+              for entry in found.entries if entry not in failing]
     return cases
 
 
@@ -286,15 +294,17 @@ def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: b
 
 def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], device: str,
                      budgets: BudgetSet, say: Callable[[str], None],
-                     code: CodeUnderTest | None = None) -> list[LevelResult]:
+                     code: CodeUnderTest | None = None, *, scan_device: str | None = None,
+                     scan_profile: str | None = None) -> list[LevelResult]:
     """The scan and unit levels that ``selected`` names, in that order; the unit level runs
-    ``code`` (default: the installed vLLM)."""
+    ``code`` (default: the installed vLLM). The scan picks its budget as ``syncgate scan`` does:
+    ``scan_device``/``scan_profile`` are check's --device/--profile when given explicitly."""
     levels = device_levels(device)
     results = []
     if "scan" in selected:
         if sources:
             say("scan: " + "; ".join(s.describe() for s in sources))
-            results.append(run_scan(sources, levels, budgets))
+            results.append(run_scan(sources, device=scan_device, profile=scan_profile))
         else:
             results.append(skipped("scan", "skipped: no --source and no vLLM or vllm-ascend "
                                            "installed here"))

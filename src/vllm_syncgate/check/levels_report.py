@@ -122,7 +122,8 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
                                          file=user_path(item.file) if item.file else None,
                                          line=item.line, time=item.time_s)
             if not item.passed:
-                ET.SubElement(case, "failure", message=item.detail[:500]).text = item.detail
+                kind = "error" if item.error else "failure"
+                ET.SubElement(case, kind, message=item.detail[:500]).text = item.detail
         _code_property(suite, level)
         suites.append(suite)
     return junit_writer.suites_to_xml(suites)
