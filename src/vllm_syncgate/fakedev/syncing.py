@@ -13,7 +13,8 @@ The simulator must record a wait wherever a real device blocks the host. Three r
 - **Formatting** a device tensor (``repr``, ``str``, ``format``): the printer reads the values.
 
 An operator that takes its output size from an argument does not read the device: that is
-:func:`shape_given`. Composite Python functions that call a tagged operator under another name
+:func:`shape_given`. The static scan reads the same family from ``scan/syncing_ops.toml``, which
+:func:`scan_table` writes from these tags (a test keeps the two equal): one list, not two. Composite Python functions that call a tagged operator under another name
 (``torch.argwhere``) are not derived; they reach the simulator as ordinary device work.
 """
 
@@ -83,14 +84,35 @@ def data_dependent_entry_points() -> dict[Callable[..., Any], str]:
     return found
 
 
+# Keyword that supplies the output size, so the operator need not read the device.
+SIZED_BY = {"repeat_interleave": "output_size", "one_hot": "num_classes"}
+
+
+def scan_table() -> str:
+    """``scan/syncing_ops.toml``: the tagged operators' public names, for the scan (no torch)."""
+    names = sorted(
+        {label.rsplit(".", 1)[1] for label in data_dependent_entry_points().values()
+         if label.startswith(("torch.", "Tensor."))} - {"_unique", "_unique2"}
+    )
+    sized = "".join(f'{name} = "{keyword}"\n' for name, keyword in sorted(SIZED_BY.items()))
+    listed = ",\n".join(f'  "{name}"' for name in names)
+    return (
+        "# Written by vllm_syncgate.fakedev.syncing.scan_table() from torch's operator tags\n"
+        "# (Tag.dynamic_output_shape, Tag.data_dependent_output); a test keeps it equal to them.\n"
+        "# Boolean-mask indexing (aten::index with a bool index) is the scan's subscript rule.\n"
+        f"data_dependent = [\n{listed},\n]\n\n[sized_by]\n{sized}"
+    )
+
+
 def shape_given(api: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether the caller supplied the output size, so the device need not be read."""
     name = api.split(".")[1] if api.startswith("aten.") else api.rsplit(".", 1)[-1]
     if name == "repeat_interleave":  # (repeats) or (input, repeats): an int repeats sizes it
         repeats = kwargs.get("repeats", args[1] if len(args) > 1 else args[0] if args else None)
-        return kwargs.get("output_size") is not None or not isinstance(repeats, torch.Tensor)
+        given = kwargs.get(SIZED_BY[name]) is not None
+        return given or not isinstance(repeats, torch.Tensor)
     if name == "one_hot":  # CUDA skips the range check when num_classes is given
-        classes = kwargs.get("num_classes", args[1] if len(args) > 1 else -1)
+        classes = kwargs.get(SIZED_BY[name], args[1] if len(args) > 1 else -1)
         return int(classes) >= 0
     if name == "index":
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())

@@ -33,7 +33,15 @@ from vllm_syncgate.scan.sources import (
     dotted,
     is_record,
 )
-from vllm_syncgate.scan.values import Facts, Pin, Place, ValueModel, is_none, record_fields
+from vllm_syncgate.scan.values import (
+    Facts,
+    Pin,
+    Place,
+    ValueModel,
+    annotation_place,
+    is_none,
+    record_fields,
+)
 
 Node = tuple[ClassInfo | None, FunctionInfo]
 
@@ -107,7 +115,7 @@ def scan(
 ) -> ScanResult:
     """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
     config = config or load_config()
-    index = build_index(list(paths), budget or FileBudget())
+    index = build_index(list(paths), budget or FileBudget(), config.follow_imports.match)
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
@@ -141,6 +149,7 @@ def _entry_points(
     runners = [
         c for c in index.classes
         if config.entry_classes.match(c.name) and not config.skip_classes.match(c.name)
+        and not c.module.followed
     ]
     wanted: list[tuple[str | None, str]] = []
     for spec in requested:
@@ -192,17 +201,19 @@ class _Analysis:
                     # a constructor is "called" as its class: AsyncOutput(...) builds it
                     setter = f"{cls.name}()" if method.name == "__init__" else method.name
                     setters.setdefault(assignment.attr, set()).add(setter)
-                    for made in self._made_by(cls.module, assignment.made_by):
+                    for made in self._made_by(cls.module, assignment.made_by, cls):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
+        facts.annotated = _annotated_fields(index)
         for (_owner, attr), made in self._attr_types.items():
             if len(made) == 1 and is_record(made[0].node):
                 facts.fields[attr] = record_fields(made[0].node)
         self._setter_presence(facts, setters)
         self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
+        self._arguments = ValueModel(config, facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
 
@@ -241,23 +252,31 @@ class _Analysis:
             *self.index.functions.values(),
         ]
 
-    def _made_by(self, module: SourceModule, name: str) -> list[ClassInfo]:
-        """The classes ``name(...)`` builds: a scanned class, or the classes a factory function
-        returns (``self.model_state = init_model_state(...)``)."""
-        if not name:
+    def _made_by(self, module: SourceModule, name: str, owner: ClassInfo | None = None,
+                 depth: int = 0) -> list[ClassInfo]:
+        """The classes ``name(...)`` builds: a scanned class, or every class a factory returns
+        (``init_model_state(...)``, ``self._get_drafter()``, a factory calling a factory)."""
+        if not name or depth > 3:
             return []
-        cls = self.index.resolve_class(module, name)
-        if cls is not None:
-            return [cls]
-        factory = self.index.resolve_function(module, name)
+        if name.startswith("self.") and owner is not None:
+            factory = self.index.lookup(owner, name[5:])
+        else:
+            cls = self.index.resolve_class(module, name)
+            if cls is not None:
+                return [cls]
+            factory = self.index.resolve_function(module, name)
         if factory is None:
             return []
-        made = []
+        made: list[ClassInfo] = []
+        builders = {n: v for n, v in _local_calls(factory.node)}
         for value in _returned_values(factory.node.body):
+            if isinstance(value, ast.Name) and value.id in builders:
+                value = builders[value.id]  # drafter = EagleProposer(...); return drafter
             if isinstance(value, ast.Call):
-                built = self.index.resolve_class(factory.module, dotted(value.func))
-                if built is not None and built not in made:
-                    made.append(built)
+                for built in self._made_by(factory.module, dotted(value.func),
+                                           factory.owner or owner, depth + 1):
+                    if built not in made:
+                        made.append(built)
         return made
 
     def facts(self, function: FunctionInfo) -> FunctionFacts:
@@ -325,6 +344,8 @@ class _Analysis:
         for owner in self.index.mro(ctx):
             for cls in self._attr_types.get((id(owner), attr), []):
                 found = self.index.lookup(cls, method)
+                if found is None and method == "__call__":
+                    found = self.index.lookup(cls, "forward")  # nn.Module.__call__ runs forward
                 if found is not None and (cls, found) not in nodes:
                     nodes.append((cls, found))
         return nodes
@@ -372,8 +393,48 @@ class _Analysis:
                 if self._warmup(function):
                     guards.append(Guard.WARMUP)
                 guard = max(guards, key=lambda g: g.rank)
-                findings.append(self._finding(runner, entry, path, site, guard, allow))
+                finding = self._finding(runner, entry, path, site, guard, allow)
+                if finding is not None:
+                    findings.append(finding)
         return findings
+
+    def _argument(self, path: list[Node], param: str) -> tuple[Place, str]:
+        """Where the value a caller on ``path`` passes as ``param`` lives, and which caller it is.
+
+        Any call passing a device value decides (it names that caller); a caller's own parameter
+        passed on is followed one step further up the path.
+        """
+        if len(path) < 2:
+            return Place.UNKNOWN, ""
+        (caller_ctx, caller), (_ctx, callee) = path[-2], path[-1]
+        params = [a.arg for a in [*callee.node.args.posonlyargs, *callee.node.args.args]]
+        if callee.owner is not None and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        places: list[tuple[Place, str]] = []
+        values = self._arguments
+        for call in self.facts(caller).calls:
+            if call.node is None or path[-1] not in self._resolve(caller_ctx, caller, call):
+                continue
+            passed = next((k.value for k in call.node.keywords if k.arg == param), None)
+            positional = [a for a in call.node.args if not isinstance(a, ast.Starred)]
+            if passed is None and param in params and params.index(param) < len(positional):
+                passed = positional[params.index(param)]
+            if passed is None:
+                continue
+            if values.context is not caller:
+                values.bind_function(caller.node, caller)
+            place, name = values.place(passed), values.param(passed) or ""
+            where = f"{caller.qualname} (line {call.line})"
+            if place is Place.UNKNOWN and name:
+                place, upper = self._argument(path[:-1], name)
+                where = upper or where
+            places.append((place, where))
+        device = next((w for p, w in places if p is Place.DEVICE), None)
+        if device is not None:
+            return Place.DEVICE, device
+        if places and all(p is Place.HOST for p, _ in places):
+            return Place.HOST, places[0][1]
+        return Place.UNKNOWN, ""
 
     def _path_conditions(self, path: list[Node]) -> list[Condition]:
         """The conditions around each call on the path (the least guarded call per step)."""
@@ -422,10 +483,19 @@ class _Analysis:
         site: Site,
         guard: Guard,
         allow: Sequence[AllowRule],
-    ) -> Finding:
+    ) -> Finding | None:
         function = path[-1][1]
         kind = site.kind.value
         reason = ""
+        known = site.known
+        if site.param:
+            # a parameter read back: the callers' arguments say where it lives, before its name
+            passed, caller = self._argument(path, site.param)
+            if passed is Place.HOST or (passed is Place.UNKNOWN and site.host):
+                return None
+            if passed is Place.DEVICE:
+                known = True
+                reason = f"{caller} passes a device value as '{site.param}'"
         if guard is Guard.NONE:
             symbols = [function.symbol, *(n[1].symbol for n in path)]
             # overrides = true: the rule for Base.method also covers Sub.method (same role)
@@ -441,12 +511,13 @@ class _Analysis:
             )
             if rule is not None:
                 guard, reason = Guard.ALLOWED, rule.reason
-            elif not site.known and not (site.on_self and self._device_receiver(path)):
+            elif not known and not (site.on_self and self._device_receiver(path)):
                 guard = Guard.UNKNOWN_RESIDENCE
                 reason = "nothing says the value read back is on the device"
         around = (*self._path_conditions(path), *site.conditions)
-        if guard is Guard.ALLOWED and not reason:
-            reason = next((c.text for c in around if c.blocks is Guard.ALLOWED), "")
+        region = next((c.text for c in around if c.truth.guard is Guard.ALLOWED), "")
+        if guard is Guard.NONE and region and not reason:
+            reason = f"inside `{region}`, but no allow rule names this site"
         conditions = [_describe(c) for c in around]
         lines = function.module.lines
         code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""
@@ -483,6 +554,7 @@ class _ReturnPlaces:
         self.config = config
         self.facts = facts
         self._cache: dict[tuple[int, int | None], Place] = {}
+        self._pins: dict[tuple[int, int], Pin] = {}
         self._active: set[tuple[int, int | None]] = set()
 
     def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
@@ -502,6 +574,20 @@ class _ReturnPlaces:
         self._cache[key] = place
         return place
 
+    def pin(self, context: object, call: ast.Call) -> Pin:
+        """``buf = self._make_buffer()``: the pinning of what the helper allocates and returns."""
+        target = self._target(context, call) if isinstance(context, FunctionInfo) else None
+        if target is None:
+            return Pin.UNKNOWN
+        key = (id(target), -1)
+        if key not in self._pins:
+            self._pins[key] = Pin.UNKNOWN  # recursion
+            model = ValueModel(self.config, self.facts, None)
+            model.bind_function(target.node, target)
+            pins = {model.pin(v) for v in _returned_values(target.node.body) if not is_none(v)}
+            self._pins[key] = pins.pop() if len(pins) == 1 else Pin.UNKNOWN
+        return self._pins[key]
+
     def _target(self, caller: FunctionInfo, call: ast.Call) -> FunctionInfo | None:
         func = call.func
         if isinstance(func, ast.Name):
@@ -518,6 +604,7 @@ class _ReturnPlaces:
     def _compute(self, target: FunctionInfo, element: int | None) -> Place:
         model = ValueModel(self.config, self.facts, self)
         model.bind_function(target.node, target)
+        model.trust_annotations = False
         places = set()
         for value in _returned_values(target.node.body):
             if element is not None and isinstance(value, ast.Tuple):
@@ -530,6 +617,17 @@ class _ReturnPlaces:
             if value is not None and not is_none(value):
                 places.add(model.place(value))
         return places.pop() if len(places) == 1 else Place.UNKNOWN
+
+
+def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:
+    """``name = Call(...)`` bindings inside a function."""
+    return [
+        (target.id, node.value)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
 
 
 def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
@@ -547,6 +645,19 @@ def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
             for case in getattr(node, "cases", []):
                 found.extend(_returned_values(case.body))
     return found
+
+
+def _annotated_fields(index: SourceIndex) -> dict[str, Place]:
+    """Fields that record classes annotate as host data (``req_ids: list[str]``); a name two
+    records annotate differently is left to the default (device)."""
+    found: dict[str, set[Place]] = {}
+    for cls in index.classes:
+        if is_record(cls.node):
+            for item in cls.node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    place = annotation_place(item.annotation)
+                    found.setdefault(item.target.id, set()).add(place)
+    return {name: Place.HOST for name, places in found.items() if places == {Place.HOST}}
 
 
 def _describe(condition: Condition) -> str:
@@ -568,6 +679,9 @@ def _attribute_facts(assignments: list[Assignment]) -> Facts:
         pins = {a.pin for a in group} - {Pin.UNKNOWN}
         if len(pins) == 1:
             facts.pin[attr] = pins.pop()
+        dtypes = {a.dtype for a in group}
+        if len(dtypes) == 1 and None not in dtypes:
+            facts.dtype[attr] = dtypes.pop()  # type: ignore[assignment]
         kinds = {a.kind for a in group}
         if len(kinds) == 1 and None not in kinds:
             facts.kind[attr] = kinds.pop()

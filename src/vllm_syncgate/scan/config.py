@@ -17,7 +17,7 @@ from vllm_syncgate.errors import ConfigError
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
-    "entries": ("classes", "methods", "skip_classes"),
+    "entries": ("classes", "methods", "skip_classes", "follow_imports"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default"),
     "values": ("host", "device", "device_modules"),
@@ -25,7 +25,8 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
 
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
-    {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default"}
+    {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
+     "follow_imports"}
 )
 
 
@@ -49,6 +50,7 @@ class ScanConfig:
     entry_classes: Patterns
     entry_methods: tuple[str, ...]
     skip_classes: Patterns
+    follow_imports: Patterns
     speculation: Patterns
     one_without_speculation: Patterns
     async_scheduling: Patterns
@@ -91,6 +93,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         entry_classes=Patterns(values["classes"]),
         entry_methods=values["methods"],
         skip_classes=Patterns(values["skip_classes"]),
+        follow_imports=Patterns(values["follow_imports"]),
         speculation=Patterns(values["speculation"]),
         one_without_speculation=Patterns(values["one_without_speculation"]),
         async_scheduling=Patterns(values["async_scheduling"]),

@@ -15,10 +15,41 @@ from __future__ import annotations
 
 import ast
 import enum
+import importlib.util
+import re
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.values import Facts, is_none
+
+# A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
+# ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
+_OFF_FIELD = re.compile(r"^\s+(\w+): bool = False\b|^\s+(\w+_config): [\w.\[\]\"]+ \| None = None\b",
+                        re.M)
+
+
+@cache
+def installed_opt_ins() -> frozenset[str]:
+    """Switches the installed vLLM's config classes and ``envs.py`` default to off.
+
+    Read as text (vLLM is located, never imported): ``if self.model_config.enable_x:`` is an
+    opt-in feature even when no name list mentions it yet.
+    """
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    found: set[str] = set()
+    for file in [*sorted((root / "config").glob("*.py")), root / "envs.py"]:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for match in _OFF_FIELD.finditer(text):
+            found.add(match.group(1) or match.group(2))
+    return frozenset(found)
 
 
 class Guard(str, enum.Enum):
@@ -91,6 +122,7 @@ class GuardEvaluator:
         self._function: ast.AST | None = None
         self._flags: dict[str, ast.expr] = {}
         self._reading: set[str] = set()
+        self.opt_ins = installed_opt_ins()
 
     def bind_function(self, node: ast.AST) -> None:
         """Local flags (``needs_sync = a and not b``) are looked up on first use."""
@@ -134,6 +166,10 @@ class GuardEvaluator:
         return self.atom(test)
 
     def _compare(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+        if _chain(left)[-2:] == ["device", "type"] and isinstance(right, ast.Constant) \
+                and right.value == "cpu" and isinstance(op, ast.Eq | ast.NotEq):
+            # x.device.type == "cpu": a host-only branch, never the accelerator's step
+            return Truth(isinstance(op, ast.NotEq), Guard.OPT_IN)
         single = self._single(left) if isinstance(right, ast.Constant) and right.value == 1 else None
         if single is not None:
             # max_gen_len == 1 without drafts, dp_size == 1 without data parallelism
@@ -193,6 +229,8 @@ class GuardEvaluator:
                 return Truth(False, Guard.OPT_IN)
         if self.config.async_scheduling.match(names[-1]):
             return Truth(False, Guard.ASYNC_SCHEDULING)
+        if len(names) > 1 and names[-1] in self.opt_ins:
+            return Truth(False, Guard.OPT_IN)  # a switch the installed vLLM defaults to off
         return UNKNOWN
 
 

@@ -1,25 +1,45 @@
 """The sync rules, applied to one function body with its enclosing conditions.
 
 Walks a function once and returns its sync sites and its outgoing calls, each with the stack of
-conditions (``if``/``elif``/``else``, early returns, ``x if c else y``, ``a and f()``, allowed
-context managers) around it. The call graph combines them; nothing here follows calls.
-
-Rules (``kind`` is the audit vocabulary):
+conditions (``if``/``elif``/``else``, early returns, ``x if c else y``, ``a and f()``) around it.
+The call graph combines them; nothing here follows calls. Why each rule blocks, as measured on an
+H200 (../shared/reference/gpu-physics.md §1, "GP" below):
 
 - ``X.synchronize()``: ``torch.{cuda,npu,xpu,accelerator}.synchronize()`` is ``device_sync``;
   on a stream (``current_stream()``, a ``Stream(...)``, a name with "stream") ``stream_sync``;
-  on anything else (events, by construction or name) ``event_sync``.
-- ``.tolist() / .item() / .cpu() / .numpy()`` of a value not known to be on the host, and
-  ``int() / float() / bool()`` of a value known to be on the device: ``blocking_readback``.
-- ``x.to("cpu")`` without ``non_blocking=True`` of a non-host value, ``host.copy_(dev)`` without
-  it, and ``host.copy_(dev, non_blocking=True)`` into a buffer allocated without pinning:
-  ``blocking_copy``.
+  on anything else (events, by construction or name) ``event_sync``. Each waits for queued work
+  (GP §1: 7.95-7.97 ms behind an 8 ms kernel).
+- ``.tolist() / .item() / .cpu()`` of a value not known to be on the host, and ``int() /
+  float() / bool()`` of a value known to be on the device: ``blocking_readback`` (GP §1: ~8 ms).
+- Data-dependent shapes: the operators torch tags ``dynamic_output_shape`` /
+  ``data_dependent_output`` (``scan/syncing_ops.toml``, the list the simulated accelerator uses
+  too: ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` without ``output_size``,
+  ...) and boolean-mask indexing ``x[x > 3]`` of a device value: ``blocking_readback``, because
+  the host must read the values to size the output (GP §1: ``torch.nonzero`` 8.00 ms, ``x[x > 3]``
+  8.10 ms).
+- ``blocking_copy``: device-to-host ``x.to("cpu")`` / ``host.copy_(dev)`` without
+  ``non_blocking=True`` (GP §1: 7.97 ms), and with it into memory that is not pinned (GP §1:
+  ``pageable.copy_(x, non_blocking=True)`` 7.96 ms, unseen by torch's sync debug mode);
+  host-to-device from memory not known to be pinned, ``non_blocking=True`` or not
+  (``.to(device)``, ``.cuda()``, ``dev.copy_(host)``, ``torch.tensor(data, device=dev)``): the
+  driver stages pageable memory through its own pinned buffer and the host waits for the copy
+  (vLLM's own copy checker flags it; GP §2b: pageable H2D holds 0.80-16.25 ms); a copy between
+  host and device that changes the dtype or reads a strided slice of a pinned buffer
+  (``pinned[:, 0]``, ``pinned[idx]``): torch first makes a dense, converted temporary in pageable
+  memory, so the pinned buffer does not help (GP §3: pageable copies block).
+
+``with gpu_sync_allowed():`` is recorded on the site (it is reported) but is no guard: vLLM marks
+there the syncs its checker accepts, and the scan, like the serve level, lets such a sync pass only
+through an allow rule that names its site; a new sync in an existing region fails.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from vllm_syncgate.audit.events import SyncKind
 from vllm_syncgate.scan.config import ScanConfig
@@ -44,6 +64,14 @@ _SCALARS = ("int", "float", "bool")
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
+@cache
+def syncing_ops() -> tuple[frozenset[str], dict[str, str]]:
+    """Data-dependent operators and the keyword that sizes each (``scan/syncing_ops.toml``)."""
+    text = (resources.files("vllm_syncgate") / "scan" / "syncing_ops.toml").read_text()
+    table = tomllib.loads(text)
+    return frozenset(table["data_dependent"]), dict(table["sized_by"])
+
+
 @dataclass(frozen=True)
 class Site:
     line: int
@@ -52,6 +80,9 @@ class Site:
     conditions: tuple[Condition, ...]
     known: bool = True  # False: a readback of a value whose residence nothing says
     on_self: bool = False  # the value read back is a field of ``self``
+    # the parameter the value comes from: the callers' arguments decide its residence
+    param: str = ""
+    host: bool = False  # the function alone says host (a name, an annotation)
 
 
 @dataclass(frozen=True)
@@ -61,6 +92,8 @@ class Call:
     how: str  # "self" | "super" | "attr" (self.obj.method()) | "name" | "object" (see below)
     name: str
     conditions: tuple[Condition, ...]
+    line: int = 0
+    node: ast.Call | None = None  # its arguments are judged only when a callee needs them
     # "object": ``x.method()`` on a value the device computed (``logprobs_tensors.tolists()``),
     # resolved to the one record class (NamedTuple, dataclass) that defines ``method``
 
@@ -75,6 +108,7 @@ class Assignment:
     kind: str | None
     made_by: str  # ``a.B`` for ``self.attr = a.B(...)``: the class the object may be
     conditions: tuple[Condition, ...]
+    dtype: str | None = None
 
 
 @dataclass
@@ -140,8 +174,9 @@ class FunctionWalker:
             for item in node.items:
                 self._expr(item.context_expr, stack)
                 if self._allowed_context(item.context_expr):
+                    # recorded, not a guard: only an allow rule naming the site lets it pass
                     text = f"with {ast.unparse(item.context_expr)}"
-                    inner = (*inner, Condition(text, True, Truth(False, Guard.ALLOWED), node.lineno))
+                    inner = (*inner, Condition(text, True, Truth(None, Guard.ALLOWED), node.lineno))
             self._block(node.body, inner)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in node.decorator_list:
@@ -183,7 +218,7 @@ class FunctionWalker:
         made_by = dotted(value.func) if isinstance(value, ast.Call) else ""
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
-            made_by, stack,
+            made_by, stack, self.values.dtype(value),
         ))
 
     def _allowed_context(self, node: ast.expr) -> bool:
@@ -211,6 +246,13 @@ class FunctionWalker:
             return
         if isinstance(node, ast.Call):
             self._call(node, stack)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and self.values.is_mask(node.slice)
+            and self.values.place(node.value) is Place.DEVICE
+        ):
+            self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self._expr(child, stack)
@@ -223,33 +265,36 @@ class FunctionWalker:
             elif isinstance(child, ast.arguments):
                 continue
 
+    def _record(self, how: str, name: str, node: ast.Call, stack: tuple[Condition, ...]) -> None:
+        self.facts.calls.append(Call(how, name, stack, node.lineno, node))
+
     def _call(self, node: ast.Call, stack: tuple[Condition, ...]) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
             receiver = func.value
             if isinstance(receiver, ast.Name) and receiver.id == "self":
-                self.facts.calls.append(Call("self", func.attr, stack))
+                self._record("self", func.attr, node, stack)
             elif (
                 isinstance(receiver, ast.Attribute)
                 and isinstance(receiver.value, ast.Name)
                 and receiver.value.id == "self"
             ):
-                self.facts.calls.append(Call("attr", f"{receiver.attr}.{func.attr}", stack))
+                self._record("attr", f"{receiver.attr}.{func.attr}", node, stack)
             elif (
                 isinstance(receiver, ast.Call)
                 and isinstance(receiver.func, ast.Name)
                 and receiver.func.id == "super"
             ):
-                self.facts.calls.append(Call("super", func.attr, stack))
+                self._record("super", func.attr, node, stack)
             elif (
                 func.attr not in _READBACKS
                 and not func.attr.startswith("_")
                 and self.values.place(receiver) is Place.DEVICE
             ):
-                self.facts.calls.append(Call("object", func.attr, stack))
+                self._record("object", func.attr, node, stack)
             self._method_rules(node, func, stack)
         elif isinstance(func, ast.Name):
-            self.facts.calls.append(Call("name", func.id, stack))
+            self._record("name", func.id, node, stack)
             bound = node.args[0] if func.id == "partial" and node.args else None
             if (
                 isinstance(bound, ast.Attribute)
@@ -257,52 +302,136 @@ class FunctionWalker:
                 and bound.value.id == "self"
             ):
                 # run_model = partial(self.model, **inputs): called later, count it as called here
-                self.facts.calls.append(Call("self", bound.attr, stack))
-            if (
-                func.id in _SCALARS
-                and len(node.args) == 1
-                and self.values.place(node.args[0]) is Place.DEVICE
-            ):
-                self._site(node, SyncKind.BLOCKING_READBACK, f"{func.id}()", stack)
+                self.facts.calls.append(Call("self", bound.attr, stack, node.lineno))
+            if func.id in _SCALARS and len(node.args) == 1:
+                self._readback(node, node.args[0], f"{func.id}()", stack, scalar=True)
+
+    def _readback(
+        self, node: ast.AST, value: ast.expr, api: str, stack: tuple[Condition, ...],
+        scalar: bool = False,
+    ) -> None:
+        """A read of ``value`` to the host; a parameter's callers decide where it lives."""
+        place = self.values.place(value)
+        param = self.values.param(value) or ""
+        if place is Place.DEVICE or (param and not scalar) or (place is Place.UNKNOWN
+                                                             and not scalar):
+            self._site(node, SyncKind.BLOCKING_READBACK, api, stack,
+                       known=place is Place.DEVICE, on_self=_on_self(value), param=param,
+                       host=place is Place.HOST)
+
+    def _data_dependent(self, node: ast.Call, func: ast.Attribute,
+                        stack: tuple[Condition, ...]) -> None:
+        """``torch.nonzero(x)``, ``x.unique()``, ``x.repeat_interleave(t)`` without its size."""
+        names, sized_by = syncing_ops()
+        method, receiver = func.attr, func.value
+        module = dotted(receiver) in ("torch", "torch.nn.functional", "F")
+        if method not in names:
+            return
+        if sized_by.get(method) and keyword(node, sized_by[method]) is not None:
+            return
+        operands = node.args if module else [receiver, *node.args]
+        if method == "repeat_interleave":
+            repeats = operands[1] if len(operands) > 1 else keyword(node, "repeats")
+            if repeats is None or isinstance(repeats, ast.Constant):
+                return  # an int repeats sizes the output
+        if operands and self.values.place(operands[0]) is Place.DEVICE:
+            where = "torch" if module else "Tensor"
+            self._site(node, SyncKind.BLOCKING_READBACK, f"{where}.{method}", stack)
 
     def _method_rules(self, node: ast.Call, func: ast.Attribute, stack: tuple[Condition, ...]) -> None:
         method, receiver = func.attr, func.value
+        values = self.values
         if method == "synchronize":
             module = dotted(receiver)
             if module in _DEVICE_MODULES or module.startswith(("torch.", "torch_npu.")):
                 self._site(node, SyncKind.DEVICE_SYNC, f"{module}.synchronize", stack)
-            elif self.values.kind(receiver) == "stream":
+            elif values.kind(receiver) == "stream":
                 self._site(node, SyncKind.STREAM_SYNC, "Stream.synchronize", stack)
             else:
                 self._site(node, SyncKind.EVENT_SYNC, "Event.synchronize", stack)
         elif method in _READBACKS and not node.args:
-            place = self.values.place(receiver)
-            if place is not Place.HOST:
-                self._site(node, SyncKind.BLOCKING_READBACK, f"Tensor.{method}", stack,
-                           known=place is Place.DEVICE, on_self=_on_self(receiver))
+            self._readback(node, receiver, f"Tensor.{method}", stack)
         elif method == "to" and targets_cpu(node):
-            place = self.values.place(receiver)
+            place = values.place(receiver)
             if not is_true(keyword(node, "non_blocking")) and place is not Place.HOST:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(cpu)", stack,
                            known=place is Place.DEVICE)
+        elif method in ("to", "cuda", "npu") and _targets_device(node, method):
+            self._host_to_device(node, receiver, f"Tensor.{method}(device)", stack)
+        elif method in ("tensor", "as_tensor") and dotted(receiver) == "torch":
+            self._tensor_of_host_data(node, stack)
         elif method == "copy_" and node.args:
-            # host-to-host copies are everywhere; only a source known to be on the device counts
-            to_host = self.values.place(receiver) is Place.HOST or (
-                self.values.pin(receiver) is not Pin.UNKNOWN
-            )
-            if not (to_host and self.values.place(node.args[0]) is Place.DEVICE):
-                return
-            if not is_true(keyword(node, "non_blocking")):
+            self._copy(node, receiver, node.args[0], stack)
+        else:
+            self._data_dependent(node, func, stack)
+
+    def _host_to_device(self, node: ast.Call, source: ast.expr, api: str,
+                        stack: tuple[Condition, ...]) -> None:
+        """H2D from host memory not known to be pinned, or strided: the host waits for it."""
+        values = self.values
+        if values.place(source) is not Place.HOST:
+            return
+        if values.pin(source) is not Pin.PINNED or not values.contiguous(source):
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack)
+
+    def _tensor_of_host_data(self, node: ast.Call, stack: tuple[Condition, ...]) -> None:
+        """``torch.tensor(ids, device=dev)``: a pageable host copy, then a blocking H2D."""
+        device = keyword(node, "device")
+        if device is None or not node.args or targets_cpu(node):
+            return
+        if isinstance(device, ast.Constant) and device.value in ("cpu", None):
+            return
+        if self.values.place(node.args[0]) is not Place.DEVICE:
+            self._site(node, SyncKind.BLOCKING_COPY, "torch.tensor(host data, device)", stack)
+
+    def _copy(self, node: ast.Call, target: ast.expr, source: ast.expr,
+              stack: tuple[Condition, ...]) -> None:
+        values = self.values
+        # host-to-host copies are everywhere; only a side known to be on the device counts
+        target_place, source_place = values.place(target), values.place(source)
+        to_host = target_place is Place.HOST or (
+            target_place is Place.UNKNOWN and values.pin(target) is not Pin.UNKNOWN
+        )
+        non_blocking = is_true(keyword(node, "non_blocking"))
+        converts = None not in (values.dtype(target), values.dtype(source)) and (
+            values.dtype(target) != values.dtype(source)
+        )
+        if to_host and source_place is Place.DEVICE:
+            if not non_blocking:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_", stack)
-            elif self.values.pin(receiver) is Pin.PAGEABLE:
+            elif values.pin(target) is Pin.PAGEABLE or not values.contiguous(target) or converts:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(non_blocking, pageable)",
                            stack)
+        elif target_place is Place.DEVICE and source_place is Place.HOST:
+            if converts:
+                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(host, dtype change)", stack)
+            else:
+                self._host_to_device(node, source, "Tensor.copy_", stack)
 
     def _site(
-        self, node: ast.Call, kind: SyncKind, api: str, stack: tuple[Condition, ...],
-        known: bool = True, on_self: bool = False,
+        self, node: ast.AST, kind: SyncKind, api: str, stack: tuple[Condition, ...],
+        known: bool = True, on_self: bool = False, param: str = "", host: bool = False,
     ) -> None:
-        self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self))
+        self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host))
+
+
+def _targets_device(call: ast.Call, method: str) -> bool:
+    """``x.cuda()``, ``x.to(self.device)``, ``x.to(device=dev, non_blocking=True)``: not a dtype
+    conversion (``x.to(torch.int64)``), not the host."""
+    if method != "to":
+        return True
+    target = call.args[0] if call.args else keyword(call, "device")
+    if target is None or targets_cpu(call):
+        return False
+    name = dotted(target)
+    if name.startswith(("torch.", "np.")) and not name.endswith("device"):
+        return False  # a dtype
+    if isinstance(target, ast.Call):
+        return dotted(target.func).endswith("device")
+    if isinstance(target, ast.Constant):
+        return isinstance(target.value, str) and target.value.split(":")[0] in (
+            "cuda", "npu", "xpu")
+    return "device" in name.rpartition(".")[2].lower()
 
 
 def _on_self(node: ast.expr) -> bool:

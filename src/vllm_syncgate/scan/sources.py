@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -31,6 +32,7 @@ class SourceModule:
     lines: list[str]
     # local name -> (module, attribute) for ``from M import A as local``; (module, "") for imports
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+    followed: bool = False  # not named on the command line: reached through the runner's imports
 
 
 @dataclass(eq=False)
@@ -214,7 +216,13 @@ class FileBudget:
     max_seconds: float = 10.0
 
 
-def build_index(paths: list[str], budget: FileBudget = FileBudget()) -> SourceIndex:
+def build_index(
+    paths: list[str],
+    budget: FileBudget = FileBudget(),
+    follow: Callable[[str], bool] | None = None,
+) -> SourceIndex:
+    """Parse and index ``paths``; ``follow`` names the imported modules to add from the same
+    tree (the sampler and drafter packages a runner imports)."""
     index = SourceIndex()
     seen: set[Path] = set()
     for path, display in collect_files(paths):
@@ -227,6 +235,8 @@ def build_index(paths: list[str], budget: FileBudget = FileBudget()) -> SourceIn
             index.modules.append(module)
             index.lines += len(module.lines)
     _rebase(index)
+    if follow is not None:
+        _follow_imports(index, seen, budget, follow)
     for module in index.modules:
         _index_module(module, index)
     for cls in index.classes:
@@ -333,6 +343,41 @@ def _rebase(index: SourceIndex) -> None:
                 f"({shown}); module names start at {Path(root).name}, so allow rules written "
                 f"for the full names do not match"
             )
+
+
+def _follow_imports(
+    index: SourceIndex, seen: set[Path], budget: FileBudget, wanted: Callable[[str], bool]
+) -> None:
+    """Add the modules the scanned ones import (transitively) that ``wanted`` names and that
+    lie in the same tree: ``vllm/v1/worker`` brings ``vllm/v1/sample/sampler.py`` along."""
+    roots: dict[str, Path] = {}
+    for module in index.modules:
+        depth = module.name.count(".") + (module.path.stem == "__init__")
+        parents = module.path.resolve().parents
+        if depth < len(parents):
+            roots.setdefault(module.name.split(".")[0], parents[depth])
+    cwd = Path.cwd()
+    queue = list(index.modules)
+    while queue:
+        module = queue.pop()
+        for base, attr in module.imports.values():
+            for name in (f"{base}.{attr}" if attr else base, base):
+                root = roots.get(name.split(".")[0])
+                if root is None or not wanted(name):
+                    continue
+                stem = root.joinpath(*name.split("."))
+                file = next((f for f in (stem.with_suffix(".py"), stem / "__init__.py")
+                             if f.is_file()), None)
+                real = Path(os.path.realpath(file)) if file is not None else None
+                if real is None or real in seen:
+                    continue
+                seen.add(real)
+                found = _parse(file, _display(file, cwd), index, budget)
+                if found is not None:
+                    found.followed = True
+                    index.modules.append(found)
+                    index.lines += len(found.lines)
+                    queue.append(found)
 
 
 def _depth(tree: ast.AST) -> int:

@@ -1,8 +1,10 @@
 """Where a value lives (host or device), whether a host buffer is pinned, what an object is.
 
-The scan cannot run the code, so it infers from what the source says: names (``*_cpu``,
-``*_np``), allocations (``torch.empty(..., device=self.device)``, ``pin_memory=...``), numpy
-calls, results of ``.cpu()``/``.tolist()``, annotations of parameters. Unknown stays unknown:
+The scan cannot run the code, so it infers from what the source says: dataflow first
+(allocations ``torch.empty(..., device=self.device)``, ``pin_memory=...``, torch operations on
+device operands, collectives, numpy calls, results of ``.cpu()``/``.tolist()``, annotations), and
+names (``*_cpu``, ``*_np``, ``.gpu``) only where dataflow says nothing: a ``.gpu[...]`` slice
+bound to ``ids_cpu`` is a device value. Unknown stays unknown:
 a ``.tolist()`` on an unknown value is a finding (it has to be a tensor or an array, and nothing
 says it is on the host), but ``int(x)`` of an unknown value is not (it is almost always a
 Python number). That split keeps the scan quiet on plain Python without missing readbacks.
@@ -12,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.sources import dotted
@@ -55,6 +58,17 @@ _CREATORS = frozenset(
     ]
 )
 _NUMPY_MODULES = frozenset({"np", "numpy"})
+# Collectives hand back a tensor where their input lives (an all-gather of a device tensor).
+_COLLECTIVES = ("all_reduce", "all_gather", "broadcast", "reduce_scatter", "all_to_all")
+# Views that keep a pinned buffer's memory; anything else (a gather, a transpose) copies or
+# strides it.
+_VIEWS = ("view", "reshape", "flatten", "squeeze", "unsqueeze")
+_NON_CONTIGUOUS_METHODS = frozenset({"t", "transpose", "permute", "mT", "T", "expand"})
+# Masks: comparisons, logical ops, predicates (``x[x > 3]``, ``x[torch.isnan(x)]``)
+_MASK_CALLS = frozenset(
+    {"isnan", "isinf", "isfinite", "isin", "logical_and", "logical_or", "logical_not",
+     "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "bool"}
+)
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "Tensor"})
 _HOST_ANNOTATIONS = frozenset(
     [
@@ -64,8 +78,14 @@ _HOST_ANNOTATIONS = frozenset(
 )
 
 
-# (context of the calling function, the call, tuple item or None) -> place of the returned value
-Returns = Callable[[object, ast.Call, int | None], Place]
+class Returns(Protocol):
+    """What a scanned function called from the bound one returns."""
+
+    def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
+        """Place of the value (``element``: one item of a returned tuple)."""
+
+    def pin(self, context: object, call: ast.Call) -> Pin:
+        """Whether the host buffer it returns is pinned."""
 
 
 def _combine(places: Iterable[Place]) -> Place:
@@ -143,6 +163,11 @@ class Facts:
     # attr -> place of each field of the record (NamedTuple, dataclass) stored there, in order:
     # (scheduler_output, logits, ...) = self.execute_model_state unpacks them by position
     fields: dict[str, list[Place]] = field(default_factory=dict)
+    # attr -> dtype text of its allocation (``torch.int32``), when every assignment agrees
+    dtype: dict[str, str] = field(default_factory=dict)
+    # field name -> place its record class annotates (``req_ids: list[str]`` is host data), for
+    # the fields of what the model and sampler return
+    annotated: dict[str, Place] = field(default_factory=dict)
 
 
 class ValueModel:
@@ -153,12 +178,21 @@ class ValueModel:
         self.facts = facts
         self.returns = returns
         self.context: object = None
-        self.places: dict[str, Place] = {}
+        self.flow: dict[str, Place] = {}  # what assignments and annotations say, per name
+        self.params: set[str] = set()
+        self.annotations: dict[str, Place] = {}
+        # False for a callee judged for its caller: what the caller passes decides, not the
+        # ``torch.Tensor`` on the parameter
+        self.trust_annotations = True
+        self.rebound: set[str] = set()
         self.pins: dict[str, Pin] = {}
         self.kinds: dict[str, str] = {}
         # name -> (line, place) of each binding in source order: a use sees the latest before it
         self.timeline: dict[str, list[tuple[int, Place]]] = {}
         self._function = None
+        self._scope: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self._mask_names: set[str] | None = None
+        self.dtypes: dict[str, str | None] = {}
 
     # -- building the local environment -------------------------------------------------------
 
@@ -170,8 +204,11 @@ class ValueModel:
         ``context`` is handed to ``returns`` so it can resolve calls made from this function.
         """
         self._function: ast.FunctionDef | ast.AsyncFunctionDef | None = node
+        self._scope = node
+        self._mask_names: set[str] | None = None
         self.context = context
-        self.places, self.pins, self.kinds, self.timeline = {}, {}, {}, {}
+        self.flow, self.pins, self.kinds, self.timeline = {}, {}, {}, {}
+        self.params, self.rebound, self.dtypes, self.annotations = set(), set(), {}, {}
 
     def _locals(self) -> None:
         """Infer the locals of the bound function (two passes, so a chain of names settles)."""
@@ -180,14 +217,15 @@ class ValueModel:
             return
         args = node.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            place = self._name_place(arg.arg)
-            if place is Place.UNKNOWN and arg.annotation is not None:
-                place = _annotation_place(arg.annotation)
-            self.places[arg.arg] = place
+            if arg.annotation is not None:
+                self.annotations[arg.arg] = annotation_place(arg.annotation)
+            self.params.add(arg.arg)
         bindings = list(_bindings(node))
+        self.rebound = {name for name, _value, _how, _line in bindings}
         for _ in range(2):
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
+            dtypes: dict[str, list[str | None]] = {}
             timeline: dict[str, list[tuple[int, Place]]] = {}
             for name, value, element, line in bindings:
                 if is_none(value):
@@ -206,16 +244,16 @@ class ValueModel:
                 timeline.setdefault(name, []).append((line, place))
                 if value is not None and element is None:
                     pins.setdefault(name, []).append(self.pin(value))
+                    dtypes.setdefault(name, []).append(self.dtype(value))
                     kind = constructed_kind(value)
                     if kind:
                         self.kinds[name] = kind
             for name, values in collected.items():
-                pattern = self._name_place(name)
-                self.places[name] = (
-                    pattern if pattern is not Place.UNKNOWN else _agree(values, Place.UNKNOWN)
-                )
+                self.flow[name] = _agree(values, Place.UNKNOWN)
             for name, values in pins.items():
                 self.pins[name] = _agree(values, Pin.UNKNOWN)
+            for name, found in dtypes.items():
+                self.dtypes[name] = found[0] if len(set(found)) == 1 else None
             self.timeline = {name: sorted(t, key=lambda b: b[0]) for name, t in timeline.items()}
 
     # -- questions ----------------------------------------------------------------------------
@@ -232,23 +270,30 @@ class ValueModel:
             return self.place(node.elt)
         if isinstance(node, ast.Name):
             self._locals()
-            pattern = self._name_place(node.id)
-            if pattern is not Place.UNKNOWN:
-                return pattern
             earlier = [p for line, p in self.timeline.get(node.id, []) if line < node.lineno]
-            if earlier:
+            if earlier and earlier[-1] is not Place.UNKNOWN:
                 return earlier[-1]  # logits = logits.to("cpu"): the later uses see the host copy
-            if node.id in self.places:
-                return self.places[node.id]
-            return Place.UNKNOWN
+            known = self.flow.get(node.id, Place.UNKNOWN)
+            if known is not Place.UNKNOWN:
+                return known  # dataflow wins over the name
+            named = self._name_place(node.id)
+            if named is not Place.UNKNOWN:
+                return named  # the name wins over a ``torch.Tensor`` annotation (any device)
+            return self.annotations.get(node.id, Place.UNKNOWN) if self.trust_annotations \
+                else Place.UNKNOWN
         if isinstance(node, ast.Attribute):
-            own = self._name_place(node.attr)
-            if own is not Place.UNKNOWN:
-                return own
             if isinstance(node.value, ast.Name) and node.value.id == "self":
-                return self.facts.place.get(node.attr, Place.UNKNOWN)
-            # a field of an object the model or sampler returned is on the device with it
-            return Place.DEVICE if self.place(node.value) is Place.DEVICE else Place.UNKNOWN
+                known = self.facts.place.get(node.attr, Place.UNKNOWN)
+                return known if known is not Place.UNKNOWN else self._name_place(node.attr)
+            own = self._name_place(node.attr)  # the .cpu / .gpu / .np halves of a staged buffer
+            if own is not Place.UNKNOWN and node.attr in ("cpu", "gpu", "np", "numpy"):
+                return own
+            outer = self.place(node.value)
+            if outer is Place.DEVICE:
+                # a field of an object the model or sampler returned is on the device with it,
+                # unless its record class annotates it as host data
+                return self._field_place(node.attr)
+            return own
         if isinstance(node, ast.Subscript):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -281,21 +326,30 @@ class ValueModel:
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return self.facts.pin.get(node.attr, Pin.UNKNOWN)
+            if node.attr == "cpu":
+                # the host half of a staged buffer (vLLM's CpuGpuBuffer) is allocated pinned
+                return self.facts.pin.get("cpu", Pin.PINNED)
             return Pin.UNKNOWN
         if isinstance(node, ast.Subscript):
             return self.pin(node.value)
+        if isinstance(node, ast.IfExp):
+            pins = {self.pin(v) for v in (node.body, node.orelse) if not is_none(v)}
+            return pins.pop() if len(pins) == 1 else Pin.UNKNOWN
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
                 return Pin.PINNED
-            if isinstance(func, ast.Attribute) and func.attr in ("view", "reshape", "flatten",
-                                                                  "squeeze", "unsqueeze"):
+            if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
                 return self.pin(func.value)
             name = dotted(func)
             if name == "torch.from_numpy":
                 return Pin.PAGEABLE
+            if self.returns is not None and not name.startswith(("torch.", "np.", "numpy.")):
+                return self.returns.pin(self.context, node)  # a helper that allocates it
             if name.startswith("torch.") and name.rpartition(".")[2] in _CREATORS:
                 flag = keyword(node, "pin_memory")
+                if flag is None and name.endswith("_like"):
+                    return Pin.UNKNOWN
                 if flag is None:
                     return Pin.PAGEABLE if self._host_allocation(node) else Pin.UNKNOWN
                 if isinstance(flag, ast.Constant):
@@ -326,7 +380,104 @@ class ValueModel:
             return "event"
         return None
 
+    def dtype(self, node: ast.expr) -> str | None:
+        """The dtype an allocation names (``torch.zeros(n, dtype=torch.int32)``), if any."""
+        if isinstance(node, ast.Subscript):
+            return self.dtype(node.value)
+        if isinstance(node, ast.Name):
+            self._locals()
+            return self.dtypes.get(node.id)
+        if _self_attr(node):
+            return self.facts.dtype.get(node.attr)  # type: ignore[union-attr]
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
+                return self.dtype(func.value)
+            if dotted(func).rpartition(".")[2] in _CREATORS:
+                given = keyword(node, "dtype")
+                return dotted(given) or None if given is not None else None
+        return None
+
+    def contiguous(self, node: ast.expr) -> bool:
+        """False for a strided view: ``buf[:, 0]``, ``buf[:n, :k]``, ``buf.t()``, a gather."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _NON_CONTIGUOUS_METHODS:
+                return False
+            return node.func.attr != "contiguous" and self.contiguous(node.func.value) \
+                if node.func.attr in _VIEWS else True
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            return False
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.Tuple):
+                items = list(key.elts)
+                while items and not isinstance(items[0], ast.Slice) and (
+                    isinstance(items[0], ast.Constant) or self.place(items[0]) is Place.HOST
+                ):
+                    items.pop(0)  # buf[row, :n]: one row of a dense buffer is dense
+                # after the first sliced dimension, anything but a full ``:`` strides the view
+                for item in items[1:]:
+                    full = (isinstance(item, ast.Slice) and item.lower is None
+                            and item.upper is None and item.step is None)
+                    if not full and not isinstance(item, ast.Constant):
+                        return False
+                return self.contiguous(node.value)
+            if not isinstance(key, ast.Slice | ast.Constant) and self.place(key) is not Place.HOST:
+                return False  # buf[index_tensor] gathers into a new, pageable tensor
+            if isinstance(key, ast.Slice) and key.step is not None:
+                return False
+            return self.contiguous(node.value)
+        return True
+
+    def is_mask(self, node: ast.expr) -> bool:
+        """A boolean tensor used as an index: ``x[x > 3]``, ``x[~done]``, ``x[mask]``."""
+        if isinstance(node, ast.Compare):
+            return not any(isinstance(op, ast.In | ast.NotIn | ast.Is | ast.IsNot)
+                           for op in node.ops)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.is_mask(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
+            return self.is_mask(node.left) or self.is_mask(node.right)
+        if isinstance(node, ast.Call):
+            leaf = dotted(node.func).rpartition(".")[2]
+            return leaf in _MASK_CALLS or (leaf == "to" and dotted(node.args[0] if node.args
+                                                                 else node.func) == "torch.bool")
+        if isinstance(node, ast.Name):
+            self._locals()
+            return self.dtypes.get(node.id) == "torch.bool" or node.id in self._masks()
+        return False
+
+    def _masks(self) -> set[str]:
+        """Locals bound once, to a mask expression."""
+        found = self._mask_names
+        if found is None:
+            found = self._mask_names = set()
+            if self._scope is not None:
+                for name, value, how, _line in _bindings(self._scope):
+                    if how is None and value is not None and not isinstance(value, ast.Name) \
+                            and self.is_mask(value):
+                        found.add(name)
+        return found
+
+    def param(self, node: ast.expr) -> str | None:
+        """The parameter ``node`` reads (``ids``, ``ids[:n]``) when the function never rebinds it."""
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name):
+            self._locals()
+            if node.id in self.params and node.id not in self.rebound and node.id != "self":
+                return node.id
+        return None
+
     # -- helpers ------------------------------------------------------------------------------
+
+    def _field_place(self, attr: str) -> Place:
+        """A field of a device-computed record: its annotation, else its name, else device."""
+        annotated = self.facts.annotated.get(attr)
+        if annotated is not None:
+            return annotated
+        named = self._name_place(attr)
+        return named if named is not Place.UNKNOWN else Place.DEVICE
 
     def _name_place(self, name: str) -> Place:
         if self.config.host.match(name):
@@ -365,6 +516,8 @@ class ValueModel:
             return Place.HOST
         if name.startswith(("torch.", "torch_npu.")):
             leaf = name.rpartition(".")[2]
+            if leaf.endswith("_like") and keyword(node, "device") is None and node.args:
+                return self.place(node.args[0])  # empty_like(x): where x is
             if leaf in _CREATORS:
                 if keyword(node, "pin_memory") is not None or self._host_allocation(node):
                     return Place.HOST
@@ -372,6 +525,10 @@ class ValueModel:
             return _combine(self.place(a) for a in node.args)
         if self._runs_on_device(func):
             return Place.DEVICE
+        leaf = name.rpartition(".")[2]
+        if node.args and any(c in leaf for c in _COLLECTIVES):
+            returned = self._returned(node, None)
+            return returned if returned is not Place.UNKNOWN else self.place(node.args[0])
         if isinstance(func, ast.Attribute):
             method = func.attr
             if method in _HOST_METHODS:
@@ -408,15 +565,16 @@ def _self_attr(node: ast.expr | None) -> bool:
 def record_fields(node: ast.ClassDef) -> list[Place]:
     """Place of each annotated field of a record class body, in order."""
     return [
-        _annotation_place(item.annotation)
+        annotation_place(item.annotation)
         for item in node.body
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
     ]
 
 
-def _annotation_place(annotation: ast.expr) -> Place:
+def annotation_place(annotation: ast.expr) -> Place:
+    """Host for ``int``/``list``/``np.ndarray``, device for ``torch.Tensor``, else unknown."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        parts = [_annotation_place(annotation.left), _annotation_place(annotation.right)]
+        parts = [annotation_place(annotation.left), annotation_place(annotation.right)]
         known = [p for p in parts if p is not Place.UNKNOWN]
         return known[0] if known and all(p is known[0] for p in known) else Place.UNKNOWN
     if isinstance(annotation, ast.Constant) and is_none(annotation):

@@ -31,10 +31,12 @@ def site(result: ScanResult, qualname: str, api: str, via: str | None = None):
 
 
 def test_to_list_event_wait_only_under_sync_scheduling(gpu_runner):
-    """Sync scheduling is the default mode: the wait is not guarded, it is declared by design."""
+    """Sync scheduling is the default mode: the wait is not guarded; it passes through the allow
+    rule naming _to_list, not through the gpu_sync_allowed() region around its call."""
     finding = site(gpu_runner, "GPUModelRunner._to_list", "Event.synchronize")
     assert finding.guard == "allowed"
-    assert finding.reason == "with gpu_sync_allowed()"
+    assert finding.reason.startswith("the documented transfer wait")
+    assert any("with gpu_sync_allowed()" in c for c in finding.conditions)
     assert any(c.endswith("not self.use_async_scheduling") for c in finding.conditions)
     assert finding.path[-2:] == ("GPUModelRunner._bookkeeping_sync", "GPUModelRunner._to_list")
     assert finding.entry == "GPUModelRunner.sample_tokens"
@@ -79,7 +81,8 @@ def test_no_unguarded_site_remains_after_the_allow_list(gpu_runner):
     """The DP padding ``num_tokens_across_dp[dp_rank].item()`` is not a finding: the tensor is
     a CPU tensor returned through two helper functions, which the scan follows."""
     assert gpu_runner.failing == []
-    assert len(gpu_runner.findings) <= 20
+    # the drafters and samplers the runner imports are followed: their guarded sites count too
+    assert len(gpu_runner.findings) <= 40
 
 
 def test_without_the_allow_list_the_gate_fails_on_the_by_design_sites(vllm_worker_dir):
@@ -91,6 +94,8 @@ def test_without_the_allow_list_the_gate_fails_on_the_by_design_sites(vllm_worke
     assert failing == [
         ("GPUModelRunner._sync_device", "torch.accelerator.synchronize",
          "GPUModelRunner._get_prompt_logprobs_dict"),
+        # inside gpu_sync_allowed(): no free pass without a rule naming the site
+        ("GPUModelRunner._to_list", "Event.synchronize", "GPUModelRunner._bookkeeping_sync"),
     ]
     assert result.exit_code == 1
 

@@ -120,7 +120,7 @@ class RulesModelRunner(RunnerBase):
         if self.prepare_event is not None:
             self.prepare_event.synchronize()  # expect: event_sync async_scheduling
         with gpu_sync_allowed():
-            sampled.item()  # expect: blocking_readback allowed
+            sampled.item()  # expect: blocking_readback none
         needs_wait = self.speculator is not None and not self.use_async_scheduling
         if needs_wait:
             self.copy_stream.synchronize()  # expect: stream_sync speculation
