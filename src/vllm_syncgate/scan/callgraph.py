@@ -516,8 +516,9 @@ class _Analysis:
                 reason = "nothing says the value read back is on the device"
         around = (*self._path_conditions(path), *site.conditions)
         region = next((c.text for c in around if c.truth.guard is Guard.ALLOWED), "")
-        if guard is Guard.NONE and region and not reason:
-            reason = f"inside `{region}`, but no allow rule names this site"
+        if guard is Guard.NONE and region:
+            unnamed = f"inside `{region}`, but no allow rule names this site"
+            reason = f"{reason}; {unnamed}" if reason else unnamed
         conditions = [_describe(c) for c in around]
         lines = function.module.lines
         code = lines[site.line - 1].strip() if 0 < site.line <= len(lines) else ""

@@ -460,9 +460,22 @@ class ValueModel:
         return found
 
     def param(self, node: ast.expr) -> str | None:
-        """The parameter ``node`` reads (``ids``, ``ids[:n]``) when the function never rebinds it."""
-        while isinstance(node, ast.Subscript):
-            node = node.value
+        """The parameter ``node`` derives from (``ids``, ``ids[:n]``, ``out.ids``, ``ids.sum()``)
+        when the function never rebinds it; not through a staged half (``buf.cpu``) or a call
+        that moves or leaves the tensor (``.cpu()``, ``.to(...)``, ``.size()``)."""
+        while True:
+            staged = isinstance(node, ast.Attribute) and node.attr in ("cpu", "gpu", "np")
+            if isinstance(node, ast.Subscript | ast.Attribute) and not staged:
+                node = node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr not in _HOST_METHODS
+                and node.func.attr not in ("to", *_DEVICE_METHODS)
+            ):
+                node = node.func.value
+            else:
+                break
         if isinstance(node, ast.Name):
             self._locals()
             if node.id in self.params and node.id not in self.rebound and node.id != "self":

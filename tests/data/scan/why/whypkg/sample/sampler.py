@@ -1,0 +1,19 @@
+"""Fixture: a sampler module (an nn.Module) the runner imports; the scan reaches forward()."""
+
+import torch
+from torch import nn
+
+
+class SamplerOutput:
+    def __init__(self, sampled_token_ids: torch.Tensor, num_nans: torch.Tensor) -> None:
+        self.sampled_token_ids = sampled_token_ids
+        self.num_nans = num_nans
+
+
+class Sampler(nn.Module):
+    def forward(self, logits: torch.Tensor) -> SamplerOutput:
+        banned = logits[torch.isinf(logits)]  # expect: blocking_readback none
+        greedy = logits.argmax(dim=-1)
+        if banned.numel():
+            greedy = greedy.masked_fill(greedy < 0, 0)
+        return SamplerOutput(greedy, torch.isnan(logits).sum(dim=-1))
