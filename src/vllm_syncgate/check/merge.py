@@ -17,14 +17,23 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.ledger import Step
 from vllm_syncgate.check.judge import judge
-from vllm_syncgate.check.levels import FAIL, LEVELS, NOT_RUN, PASS, SKIPPED, LevelCase, LevelResult
+from vllm_syncgate.check.levels import (
+    ERROR,
+    FAIL,
+    LEVELS,
+    NOT_RUN,
+    PASS,
+    SKIPPED,
+    LevelCase,
+    LevelResult,
+)
 from vllm_syncgate.check.levels_report import NAMES
 from vllm_syncgate.check.plan import Plan, make_plan
 from vllm_syncgate.check.report import CheckResult
@@ -41,7 +50,7 @@ SCHEMA = "syncgate.check.fanout/1"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.json", "merges.txt")
 #: worst first: the status a level takes when the fanned-out jobs disagree
-_RANK = {FAIL: 0, PASS: 1, SKIPPED: 2, NOT_RUN: 3}
+_RANK = {ERROR: 0, FAIL: 0, PASS: 1, SKIPPED: 2, NOT_RUN: 3}
 
 
 def select_groups(plan: Plan, names: str) -> Plan:
@@ -238,11 +247,10 @@ def _level(name: str, shares: Sequence[_Share], missing: Sequence[str]) -> Level
     level takes the longest job's time and names the groups no job covered."""
     found = [s.report["levels"][name] for s in shares if name in s.report.get("levels", {})]
     worst = min(found, key=lambda lv: _RANK.get(lv["status"], 0))
-    level = LevelResult(name, worst["status"], worst["reason"],
-                        max(lv["duration_s"] for lv in found),
-                        [LevelCase(c["name"], c["passed"], c["detail"], c["file"], c["line"],
-                                   c["time_s"]) for c in worst["cases"]],
-                        list(worst["notes"]))
+    known = {f.name for f in fields(LevelResult)} - {"name", "cases", "duration_s"}
+    level = LevelResult(name, cases=[LevelCase(**c) for c in worst["cases"]],
+                        duration_s=max(lv["duration_s"] for lv in found),
+                        **{k: v for k, v in worst.items() if k in known})
     if name == "serve" and missing:
         level.status = FAIL
         level.notes.append(f"no report of group(s) {', '.join(missing)}: their job did not "

@@ -89,8 +89,10 @@ def recorded_runs(kit, ngram_tokens):
 
 
 def levels_for(result):
-    scan = LevelResult("scan", PASS, duration_s=1.0, cases=[LevelCase("vllm: entry points", True,
-                                                                      "0 failing")])
+    scan = LevelResult("scan", PASS, duration_s=1.0, notes=["vllm: 12 entry points"],
+                       cases=[LevelCase("vllm: entry points", True, "0 failing"),
+                              LevelCase("vllm: odd.py", True, "not read", error=True)],
+                       scan=[{"tree": "vllm", "findings": []}])
     return [scan, LevelResult("serve", PASS if result.passed else FAIL, duration_s=30.0)]
 
 
