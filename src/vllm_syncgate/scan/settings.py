@@ -31,6 +31,7 @@ from vllm_syncgate.profiles import DEVICES
 from vllm_syncgate.tomlfile import read_toml
 
 _PATH_KEYS = ("budget", "baseline", "patterns")
+_INSTALLED = ("site-packages", "dist-packages")  # an installed package's tree ends there
 _KEYS = ("device", *_PATH_KEYS, "entry", "exclude")
 
 
@@ -61,7 +62,8 @@ class Settings:
 
 def search_folders(start: Path, root: Path | None = None) -> list[Path]:
     """The folders searched for pyproject.toml, nearest first: up to ``root`` (when ``start`` is
-    inside it), else up to the first folder holding ``.git``, else ``start``'s folder alone."""
+    inside it), else up to the first folder holding ``.git`` or an installed package's
+    ``site-packages``, else ``start``'s folder alone."""
     here = start.resolve()
     if not here.is_dir():
         here = here.parent
@@ -69,7 +71,7 @@ def search_folders(start: Path, root: Path | None = None) -> list[Path]:
     chain: list[Path] = []
     for folder in (here, *here.parents):
         chain.append(folder)
-        if folder == top or (folder / ".git").exists():
+        if folder == top or folder.name in _INSTALLED or (folder / ".git").exists():
             return chain
     return [here]
 
