@@ -2,6 +2,8 @@
 
 - .github/workflows/repro.yml: actionlint and the GitHub workflow schema (the glob in
   test_container_lint covers it too; here a broken copy shows the matrix wiring is checked);
+- ci/github/check-fanout.yml (the gate fanned out over a matrix, for users to copy): the same,
+  and every syncgate command line in it parses with this CLI;
 - ci/buildkite/repro.yml: check-jsonschema's Buildkite schema;
 - ci/k8s/*.yaml: the Kubernetes Job schema that kubernetes-validate ships (lint extra), bundled
   with its definitions into one file, since its references are absolute paths on kubernetes.io
@@ -17,6 +19,7 @@ import pytest
 import yaml
 
 WORKFLOW = ".github/workflows/repro.yml"
+FANOUT = "ci/github/check-fanout.yml"
 BUILDKITE = "ci/buildkite/repro.yml"
 K8S = ("ci/k8s/repro-shards.yaml", "ci/k8s/repro-merge.yaml")
 K8S_VERSION = "v1.33.0-local-strict"  # backoffLimitPerIndex is GA from 1.33
@@ -48,6 +51,29 @@ def test_repro_workflow_passes_actionlint_and_the_schema(run_tool):
     assert run_tool("actionlint", "-no-color", WORKFLOW).returncode == 0
     schema = run_tool("check-jsonschema", "--builtin-schema", "vendor.github-workflows", WORKFLOW)
     assert schema.returncode == 0, schema.stdout + schema.stderr
+
+
+def test_fanout_workflow_passes_actionlint_and_the_schema(run_tool):
+    lint = run_tool("actionlint", "-no-color", FANOUT)
+    assert lint.returncode == 0, lint.stdout
+    schema = run_tool("check-jsonschema", "--builtin-schema", "vendor.github-workflows", FANOUT)
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+
+
+def test_fanout_workflow_runs_real_commands_on_the_profile_s_groups(repo):
+    from vllm_syncgate.cli import build_parser
+    from vllm_syncgate.profiles import builtin_profile_path, load_profile
+
+    doc = yaml.safe_load((repo / FANOUT).read_text(encoding="utf-8"))
+    matrix = doc["jobs"]["check"]["strategy"]["matrix"]["group"]
+    assert matrix == [g.name for g in load_profile(builtin_profile_path("npu")).groups]
+    runs = [step["run"] for job in doc["jobs"].values() for step in job["steps"] if "run" in step]
+    lines = [r.replace("${{ matrix.group }}", matrix[0]).replace('"', "")
+             for r in runs if r.startswith("syncgate ")]
+    parsed = [build_parser().parse_args(line.split()[1:]) for line in lines]
+    assert [(a.command, getattr(a, "action", None)) for a in parsed] == [
+        ("check", None), ("check", "merge"), ("annotate", None)]
+    assert parsed[0].groups == matrix[0]
 
 
 def test_repro_workflow_shape(repo):
