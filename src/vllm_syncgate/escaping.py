@@ -62,7 +62,7 @@ def command_property(text: str) -> str:
     return command_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")  # what starts emphasis, a link, HTML, a cell
 
 
 def md_text(text: str) -> str:
@@ -74,7 +74,8 @@ def md_text(text: str) -> str:
 def md_code(text: str) -> str:
     """``text`` as a code span that survives a table cell: a fence longer than any backtick run
     inside, pipes as ``\\|`` (GitHub splits cells before it reads spans), one line."""
-    body = terminal(text).replace("|", "\\|")
+    # a backslash before a pipe would escape the escape: shown as \x5c
+    body = terminal(text).replace("\\|", "\\x5c|").replace("|", "\\|")
     run = max((len(m) for m in re.findall("`+", body)), default=0)
     fence = "`" * (run + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""

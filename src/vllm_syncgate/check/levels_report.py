@@ -28,7 +28,7 @@ from vllm_syncgate.check.report import (
     table,
     to_json,
 )
-from vllm_syncgate.escaping import md_text
+from vllm_syncgate.escaping import each_text, md_text, terminal
 from vllm_syncgate.reportfiles import write_all
 from vllm_syncgate.sitepaths import user_path
 
@@ -50,6 +50,8 @@ def summary(levels: Sequence[LevelResult]) -> str:
 
 
 def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
+    """The terminal's block per level; names from the tree are escaped to one safe line each."""
+    levels = [each_text(level, terminal) for level in levels]
     lines: list[str] = []
     for level in levels:
         head = f"== {level.name}: {status_word(level)}"
