@@ -190,8 +190,12 @@ def in_source(file: Path, qualname: str, code: str) -> bool:
     releases name sites some of them lack)."""
     if not file.is_file():
         return False
-    tree = ast.parse(file.read_text(encoding="utf-8"))
-    lines = file.read_text(encoding="utf-8").splitlines()
+    text = file.read_text(encoding="utf-8-sig")  # some upstream files start with a BOM
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    lines = text.splitlines()
     *owner, name = qualname.split(".")
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and owner and node.name != owner[0]:
