@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.budgets import AllowRule
 from vllm_syncgate.errors import ScanError
+from vllm_syncgate.scan.cache import ScanCache, fingerprint
 from vllm_syncgate.scan.config import ScanConfig, load_config
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator
 from vllm_syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
@@ -105,6 +108,25 @@ class ScanResult:
     def exit_code(self) -> int:
         return 1 if self.failing else 0
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_json() for f in self.findings], "files": self.files,
+            "lines": self.lines, "entries": self.entries,
+            "problems": [asdict(p) for p in self.problems],
+            "skipped": [asdict(p) for p in self.skipped], "warnings": self.warnings,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScanResult:
+        tuples = ("path", "conditions")
+        return cls(
+            findings=[Finding(**{k: tuple(v) if k in tuples else v for k, v in f.items()})
+                      for f in data["findings"]],
+            files=data["files"], lines=data["lines"], entries=data["entries"],
+            problems=[Problem(**p) for p in data["problems"]],
+            skipped=[Problem(**p) for p in data["skipped"]], warnings=data["warnings"],
+        )
+
 
 def scan(
     paths: Sequence[str],
@@ -112,10 +134,34 @@ def scan(
     allow: Sequence[AllowRule] = (),
     config: ScanConfig | None = None,
     budget: FileBudget | None = None,
+    cache_dir: Path | None = None,
 ) -> ScanResult:
-    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries."""
+    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries.
+
+    With ``cache_dir``, an unchanged tree's result is read back instead (:mod:`.cache`).
+    """
     config = config or load_config()
-    index = build_index(list(paths), budget or FileBudget(), config.follow_imports.match)
+    budget = budget or FileBudget()
+    cache = None
+    if cache_dir is not None:
+        cache = ScanCache(cache_dir, fingerprint(paths, entries, allow, config, budget), paths)
+        cached = cache.load()
+        if cached is not None:
+            try:
+                return ScanResult.from_json(cached)
+            except (KeyError, TypeError):
+                pass  # an entry of another shape: scan again and replace it
+    result, read = _scan(paths, entries, allow, config, budget)
+    if cache is not None:
+        cache.store(result.to_json(), read)
+    return result
+
+
+def _scan(
+    paths: Sequence[str], entries: Sequence[str], allow: Sequence[AllowRule], config: ScanConfig,
+    budget: FileBudget,
+) -> tuple[ScanResult, list[Path]]:
+    index = build_index(list(paths), budget, config.follow_imports.match)
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
@@ -130,7 +176,7 @@ def scan(
     for runner, methods in roots:
         findings.extend(analysis.search(runner, methods, allow))
     findings.sort(key=lambda f: (f.runner, f.entry, f.file, f.line, f.api))
-    return ScanResult(
+    result = ScanResult(
         findings=findings,
         files=len(index.modules),
         lines=index.lines,
@@ -139,6 +185,7 @@ def scan(
         skipped=index.skipped,
         warnings=warnings,
     )
+    return result, [m.path for m in index.modules]
 
 
 def _entry_points(
@@ -229,10 +276,10 @@ class _Analysis:
         modes: dict[str, set[Guard]] = {}  # setter -> guards around its calls
         wanted = {m for attr, ms in setters.items() if attr not in facts.presence for m in ms}
         needles = [f".{m}(" if not m.endswith("()") else m[:-1] for m in wanted]
+        needle = re.compile("|".join(map(re.escape, needles)) or "(?!)")
         for function in self._functions():
             lines = function.module.lines[function.node.lineno - 1 : function.node.end_lineno]
-            text = "\n".join(lines)
-            if not any(needle in text for needle in needles):
+            if not needle.search("\n".join(lines)):
                 continue
             for call in walker.walk(function.node, context=function).calls:
                 name = call.name.rpartition(".")[2]

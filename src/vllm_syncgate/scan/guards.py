@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.values import Facts, is_none
+from vllm_syncgate.scan.values import Facts, bindings, is_none
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
 # ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
@@ -129,24 +129,19 @@ class GuardEvaluator:
         self._function, self._flags = node, {}
 
     def _flag(self, name: str) -> ast.expr | None:
-        """The value of a local assigned exactly once, so ``if needs_sync:`` reads through it."""
+        """The value of a local bound exactly once, so ``if needs_sync:`` reads through it."""
         if self._function is not None:
-            counts: dict[str, int] = {}
-            for node in ast.walk(self._function):
-                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for target in targets:
-                        for name_node in ast.walk(target):
-                            if isinstance(name_node, ast.Name):
-                                counts[name_node.id] = counts.get(name_node.id, 0) + 1
-                    if (
-                        isinstance(node, ast.Assign | ast.AnnAssign)
-                        and isinstance(targets[0], ast.Name)
-                        and node.value is not None
-                    ):
-                        self._flags[targets[0].id] = node.value
-            self._flags = {k: v for k, v in self._flags.items() if counts.get(k) == 1}
-            self._function = None
+            found = getattr(self._function, "_syncgate_flags", None)
+            if found is None:  # kept on the node: each function is walked more than once
+                counts: dict[str, int] = {}
+                values: dict[str, ast.expr] = {}
+                for local, value, how, _line in bindings(self._function):
+                    counts[local] = counts.get(local, 0) + 1
+                    if how is None and value is not None:
+                        values[local] = value
+                found = {k: v for k, v in values.items() if counts[k] == 1}
+                self._function._syncgate_flags = found  # type: ignore[attr-defined]
+            self._flags, self._function = found, None
         return self._flags.get(name)
 
     def evaluate(self, test: ast.expr) -> Truth:

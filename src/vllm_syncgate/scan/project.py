@@ -22,6 +22,7 @@ from vllm_syncgate.audit.budgets import AllowRule, builtin_budget_path, load_bud
 from vllm_syncgate.audit.exclusions import Exclusion
 from vllm_syncgate.profiles import load_profile
 from vllm_syncgate.scan.baseline import describe, load_baseline, write_baseline
+from vllm_syncgate.scan.cache import scan_cache_dir
 from vllm_syncgate.scan.callgraph import Finding, ScanResult, scan
 from vllm_syncgate.scan.config import load_config
 from vllm_syncgate.scan.guards import Guard
@@ -138,7 +139,7 @@ def scan_project(request: ScanRequest) -> ProjectScan:
     rules = allow_rules(budget_path)
     result = scan(request.paths, entries=request.entries or settings.values.get("entry", ()),
                   allow=rules, config=load_config(patterns) if patterns else None,
-                  budget=request.file_budget)
+                  budget=request.file_budget, cache_dir=scan_cache_dir())
     unread_files = {p.file for p in [*result.problems, *result.skipped]}
     scanned = [display for _, display in collect_files(list(request.paths))
                if display not in unread_files]

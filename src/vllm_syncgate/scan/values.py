@@ -220,14 +220,14 @@ class ValueModel:
             if arg.annotation is not None:
                 self.annotations[arg.arg] = annotation_place(arg.annotation)
             self.params.add(arg.arg)
-        bindings = list(_bindings(node))
-        self.rebound = {name for name, _value, _how, _line in bindings}
+        bound = bindings(node)
+        self.rebound = {name for name, _value, _how, _line in bound}
         for _ in range(2):
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
             dtypes: dict[str, list[str | None]] = {}
             timeline: dict[str, list[tuple[int, Place]]] = {}
-            for name, value, element, line in bindings:
+            for name, value, element, line in bound:
                 if is_none(value):
                     continue  # x = None first, the real value later
                 if element == "range":
@@ -453,7 +453,7 @@ class ValueModel:
         if found is None:
             found = self._mask_names = set()
             if self._scope is not None:
-                for name, value, how, _line in _bindings(self._scope):
+                for name, value, how, _line in bindings(self._scope):
                     if how is None and value is not None and not isinstance(value, ast.Name) \
                             and self.is_mask(value):
                         found.add(name)
@@ -600,16 +600,26 @@ def annotation_place(annotation: ast.expr) -> Place:
     return Place.UNKNOWN
 
 
-def _bindings(
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> Iterable[tuple[str, ast.expr | None, str | None, int]]:
-    """(name, value, how, line) for each local binding; ``how`` marks loop/unpacked elements."""
-    for node in ast.walk(func):
-        line = getattr(node, "lineno", None)
-        if line is None:  # a comprehension: bound where its first name is
-            line = getattr(node.target, "lineno", 0) if isinstance(node, ast.comprehension) else 0
-        for name, value, how in _bindings_of(node):
-            yield name, value, how, line
+Binding = tuple[str, ast.expr | None, str | None, int]
+
+
+def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
+    """(name, value, how, line) for each local binding; ``how`` marks loop/unpacked elements.
+
+    Kept on the function node: the scan asks for each function's locals several times (attribute
+    facts, the walk, return values), and a walk of the whole body is most of a walk's cost.
+    """
+    found: list[Binding] | None = getattr(func, "_syncgate_bindings", None)
+    if found is None:
+        found = []
+        for node in ast.walk(func):
+            line = getattr(node, "lineno", None)
+            if line is None:  # a comprehension: bound where its first name is
+                line = getattr(node.target, "lineno", 0) if isinstance(node, ast.comprehension) \
+                    else 0
+            found.extend((name, value, how, line) for name, value, how in _bindings_of(node))
+        func._syncgate_bindings = found  # type: ignore[union-attr]
+    return found
 
 
 def _bindings_of(node: ast.AST) -> Iterable[tuple[str, ast.expr | None, str | None]]:

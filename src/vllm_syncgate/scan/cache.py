@@ -1,0 +1,104 @@
+"""A content-hash cache of scan results, like ruff's: an unchanged tree is not parsed again.
+
+The key is everything a result depends on besides the files: syncgate's version, the scan's
+patterns, the allow rules of the budget, the entries, the file budget, the operator table and
+the installed vLLM's opt-in switches. Under it sit the scanned files' hashes (every file named or
+found under the paths, and every module followed from their imports): a result is reused only
+when the same files still have the same bytes. The cache lives in the self-ignoring
+``.syncgate_cache`` folder; ``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or
+written is no error: the scan runs as if there were none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from vllm_syncgate import __version__
+from vllm_syncgate.errors import ReportDirError
+from vllm_syncgate.reportfiles import default_report_dir
+from vllm_syncgate.scan.config import ScanConfig
+from vllm_syncgate.scan.guards import installed_opt_ins
+from vllm_syncgate.scan.rules import syncing_ops
+from vllm_syncgate.scan.sources import FileBudget, collect_files
+
+_FORMAT = 1
+
+
+def scan_cache_dir() -> Path | None:
+    """``.syncgate_cache/scan`` in the working directory, or None (turned off, not writable)."""
+    if os.environ.get("SYNCGATE_NO_CACHE"):
+        return None
+    try:
+        return default_report_dir("scan")
+    except ReportDirError:
+        return None
+
+
+def fingerprint(
+    paths: Sequence[str], entries: Sequence[str], allow: Sequence[object], config: ScanConfig,
+    budget: FileBudget,
+) -> str:
+    """The key of one scan request, files aside."""
+    patterns = {name: value.globs if hasattr(value, "globs") else value
+                for name, value in vars(config).items()}
+    names, sized_by = syncing_ops()
+    parts = [
+        # the working directory too: findings show paths relative to it
+        _FORMAT, __version__, os.getcwd(), [str(Path(p).resolve()) for p in paths], list(entries),
+        [repr(rule) for rule in allow], sorted(patterns.items()), asdict(budget),
+        sorted(names), sorted(sized_by.items()), sorted(installed_opt_ins()),
+    ]
+    return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=16).hexdigest()
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+class ScanCache:
+    """One request's entry: ``load`` what an unchanged tree gave, ``store`` a fresh result."""
+
+    def __init__(self, directory: Path, key: str, paths: Sequence[str]) -> None:
+        self.file = directory / f"{key}.json"
+        self.paths = list(paths)
+
+    def _listed(self) -> list[str]:
+        return sorted(str(path) for path, _display in collect_files(self.paths))
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            entry = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("listed") != self._listed():
+            return None  # a file was added or removed under the scanned paths
+        hashes = entry.get("hashes", {})
+        if not isinstance(hashes, dict) or any(_digest(Path(f)) != h for f, h in hashes.items()):
+            return None
+        return entry.get("result")
+
+    def store(self, result: dict[str, Any], read: Sequence[Path]) -> None:
+        listed = self._listed()
+        hashes = {str(p): _digest(Path(p)) for p in {*listed, *map(str, read)}}
+        entry = {"listed": listed, "hashes": hashes, "result": result}
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.file.parent, prefix=".scan-", suffix=".tmp")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(entry, out)
+            os.replace(temp, self.file)
+        except OSError:
+            Path(temp).unlink(missing_ok=True)
