@@ -67,7 +67,7 @@ def test_precommit_hook_runs_the_real_scan(data_dir, tmp_path):
     assert re.search(hook["files"], "vllm/v1/worker/gpu_model_runner.py")
     assert not re.search(hook["files"], "vllm/entrypoints/openai/api_server.py")
     program, *entry_args = hook["entry"].split()
-    assert program == "syncgate"  # the console script pip installs from this package
+    assert program == "vllm-syncgate"  # the console script no other distribution installs
     tree = tmp_path / "vllm" / "v1" / "worker"
     shutil.copytree(data_dir / "scan" / "rules", tree)
     done = subprocess.run([str(BIN / program), *entry_args, *hook["args"]], cwd=tmp_path,
