@@ -45,6 +45,12 @@ _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _OWN = ("::error ", "::error::", "::warning ", "::warning::", "::notice ", "::notice::")
 
 
+@pytest.fixture(autouse=True)
+def _no_scan_cache(monkeypatch):
+    """The scan's cache folder (``.syncgate_cache`` in the working dir) is not under test here."""
+    monkeypatch.setenv("SYNCGATE_NO_CACHE", "1")
+
+
 def _tree(work: Path, name: bytes, content: bytes = RUNNER) -> Path:
     tree = work / "src"
     tree.mkdir(exist_ok=True)
@@ -59,8 +65,7 @@ def _verdict(outcome, code: int, files: list[str] | tuple[str, ...] = ()) -> Non
     (stderr may carry the scan's settings lines)."""
     assert "Traceback" not in outcome.stdout + outcome.stderr, outcome.stderr[-2000:]
     assert outcome.code == code, outcome.stderr[-2000:]
-    made = [f for f in outcome.new_files if ".syncgate_cache" not in f]  # the scan's own cache
-    assert sorted(made) == sorted(files), outcome.new_files
+    assert sorted(outcome.new_files) == sorted(files), outcome.new_files
     assert outcome.survivors == []
 
 
