@@ -41,7 +41,7 @@ def _docker() -> Any:
         import docker
     except ImportError as exc:
         raise ContainerError("--in needs the Docker SDK for Python: pip install "
-                             "'syncgate[repro]'") from exc
+                             "'vllm-syncgate[repro]'") from exc
     return docker
 
 
