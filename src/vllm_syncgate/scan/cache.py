@@ -5,7 +5,8 @@ patterns, the allow rules of the budget, the entries, the file budget, the opera
 the installed vLLM's opt-in switches. Under it sit the scanned files' hashes (every file named or
 found under the paths, and every module followed from their imports): a result is reused only
 when the same files still have the same bytes. The cache lives in the self-ignoring
-``.syncgate_cache`` folder; ``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or
+``.syncgate_cache`` folder (under ``$SYNCGATE_CACHE_DIR`` when that is set);
+``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or
 written is no error: the scan runs as if there were none.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 from vllm_syncgate import __version__
 from vllm_syncgate.errors import ReportDirError
 from vllm_syncgate.reportfiles import default_report_dir
+from vllm_syncgate.safeio import read_regular
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.guards import installed_opt_ins
 from vllm_syncgate.scan.rules import syncing_ops
@@ -32,9 +34,14 @@ _FORMAT = 1
 
 
 def scan_cache_dir() -> Path | None:
-    """``.syncgate_cache/scan`` in the working directory, or None (turned off, not writable)."""
+    """``$SYNCGATE_CACHE_DIR/scan`` when set (syncgate's shared cache: nothing is written where
+    the scan runs), else ``.syncgate_cache/scan`` in the working directory; None when turned off
+    or not writable."""
     if os.environ.get("SYNCGATE_NO_CACHE"):
         return None
+    shared = os.environ.get("SYNCGATE_CACHE_DIR")
+    if shared:
+        return Path(shared).expanduser() / "scan"
     try:
         return default_report_dir("scan")
     except ReportDirError:
@@ -58,19 +65,21 @@ def fingerprint(
     return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=16).hexdigest()
 
 
-def _digest(path: Path) -> str | None:
+def _digest(path: Path, limit: int) -> str | None:
+    """The file's hash; None for what the scan cannot read either (a FIFO, too large)."""
     try:
-        return hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
-    except OSError:
+        return hashlib.blake2b(read_regular(path, limit), digest_size=16).hexdigest()
+    except OSError:  # TooLarge is one
         return None
 
 
 class ScanCache:
     """One request's entry: ``load`` what an unchanged tree gave, ``store`` a fresh result."""
 
-    def __init__(self, directory: Path, key: str, paths: Sequence[str]) -> None:
+    def __init__(self, directory: Path, key: str, paths: Sequence[str], limit: int) -> None:
         self.file = directory / f"{key}.json"
         self.paths = list(paths)
+        self.limit = limit  # the file budget's bytes: nothing larger is read for a hash either
 
     def _listed(self) -> list[str]:
         return sorted(str(path) for path, _display in collect_files(self.paths))
@@ -83,13 +92,13 @@ class ScanCache:
         if not isinstance(entry, dict) or entry.get("listed") != self._listed():
             return None  # a file was added or removed under the scanned paths
         hashes = entry.get("hashes", {})
-        if not isinstance(hashes, dict) or any(_digest(Path(f)) != h for f, h in hashes.items()):
+        if not isinstance(hashes, dict) or any(_digest(Path(f), self.limit) != h for f, h in hashes.items()):
             return None
         return entry.get("result")
 
     def store(self, result: dict[str, Any], read: Sequence[Path]) -> None:
         listed = self._listed()
-        hashes = {str(p): _digest(Path(p)) for p in {*listed, *map(str, read)}}
+        hashes = {str(p): _digest(Path(p), self.limit) for p in {*listed, *map(str, read)}}
         entry = {"listed": listed, "hashes": hashes, "result": result}
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)

@@ -144,7 +144,8 @@ def scan(
     budget = budget or FileBudget()
     cache = None
     if cache_dir is not None:
-        cache = ScanCache(cache_dir, fingerprint(paths, entries, allow, config, budget), paths)
+        key = fingerprint(paths, entries, allow, config, budget)
+        cache = ScanCache(cache_dir, key, paths, budget.max_bytes)
         cached = cache.load()
         if cached is not None:
             try:

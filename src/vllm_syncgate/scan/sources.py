@@ -263,7 +263,7 @@ def _parse(path: Path, display: str, index: SourceIndex, budget: FileBudget) -> 
         index.skipped.append(Problem(display, "binary file"))
         return None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # Python accepts a leading BOM, so does the scan
     except UnicodeDecodeError:
         index.skipped.append(Problem(display, "not UTF-8 text"))
         return None

@@ -94,7 +94,9 @@ class Sandbox:
 
     def env(self, tag: str, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**os.environ, MARKER: tag, "TMPDIR": str(self.tmp), "PYTHONDONTWRITEBYTECODE": "1",
-                "SYNCGATE_CACHE_DIR": str(self.tmp / "cache"), **(extra or {})}
+                "SYNCGATE_CACHE_DIR": str(self.tmp / "cache"),
+                # the scan's result cache writes by design; a probe counts what bad input leaves
+                "SYNCGATE_NO_CACHE": "1", **(extra or {})}
 
     def argv(self, args: Sequence[str]) -> list[str]:
         return [sys.executable, "-m", "vllm_syncgate.cli", *args]

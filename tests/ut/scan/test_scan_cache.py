@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -95,3 +96,13 @@ def test_the_cache_folder_ignores_itself_and_can_be_turned_off(tmp_path, monkeyp
     assert (folder.parent / ".gitignore").read_text().splitlines()[-1] == "*"
     monkeypatch.setenv("SYNCGATE_NO_CACHE", "1")
     assert scan_cache.scan_cache_dir() is None
+
+
+def test_a_fifo_in_the_tree_is_hashed_as_unreadable_not_waited_on(tree, tmp_path, monkeypatch):
+    scans = _no_parse(monkeypatch)
+    os.mkfifo(tree / "whypkg" / "worker" / "fifo.py")
+    first = scan([_worker(tree)], entries=ENTRY, cache_dir=tmp_path / "c")
+    again = scan([_worker(tree)], entries=ENTRY, cache_dir=tmp_path / "c")
+    assert again == first
+    assert len(scans) == 1
+    assert [p.reason for p in again.problems] == ["cannot be read (not a regular file)"]
