@@ -144,7 +144,7 @@ def _shard_paths(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def load_shard(path: Path) -> dict[str, Any] | None:
     """A shard document, or ``None`` if the file is cut short (reported, not fatal)."""
     try:
         data = read_regular(path, MAX_SHARD_BYTES)
@@ -183,7 +183,7 @@ def merge(paths: Sequence[Path]) -> Merged:
     docs: dict[Path, dict[str, Any]] = {}
     cut: list[Path] = []
     for path in _shard_paths(paths):
-        doc = _load(path)
+        doc = load_shard(path)
         if doc is None:
             cut.append(path)
         else:
@@ -207,8 +207,9 @@ def merge_documents(docs: dict[Path, dict[str, Any]], cut: Sequence[Path] = ()) 
             raise UsageError(f"shard {index}/{count} given twice ({path})")
         by_index[index] = doc
     notes = [f"shard file {p} is truncated{_name_of(p)}: left out" for p in cut]
+    named = {m.group(1) for p in cut if (m := _SHARD_NAME.search(p.name))}
     notes += [f"shard {i}/{count} missing: the verdicts rest on the runs that arrived"
-              for i in range(1, count + 1) if i not in by_index]
+              for i in range(1, count + 1) if i not in by_index and str(i) not in named]
     first = by_index[min(by_index)]
     return Merged(_log(first), _judge_all(by_index, settings), _where(by_index, count),
                   settings["runs"], settings["confidence"],
