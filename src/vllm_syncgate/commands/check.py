@@ -116,6 +116,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutant", metavar="NAME", default=None, help=argparse.SUPPRESS)
 
 
+def _mutant(name: str | None) -> str | None:
+    """``--mutant NAME`` checked (imports torch, so only when given)."""
+    if name is None:
+        return None
+    from vllm_syncgate.audit.mutants import check_mutant
+
+    return check_mutant(name)
+
+
 def _quick_help() -> str:
     profile = load_profile(builtin_profile_path("cpu"))
     return (f"serve level on one server only: the profile's quick scenarios (cpu: "
@@ -141,15 +150,14 @@ def run(args: argparse.Namespace) -> int:
     refused = untrusted(sources, selected, args.trust_source)
     if refused is not None:
         raise UsageError(refused)
+    mutant = _mutant(getattr(args, "mutant", None))  # before the report dir is made
     plan = make_plan(args.device, args.profile, args.model, args.scenarios, args.report_dir,
                      rehearse=args.rehearse, need_device="serve" in selected, quick=args.quick)
     planned = plan.groups
     if args.groups is not None:
         plan = select_groups(plan, args.groups)
-    if getattr(args, "mutant", None):
-        from vllm_syncgate.audit.mutants import check_mutant  # imports torch
-
-        plan = dataclasses.replace(plan, mutant=check_mutant(args.mutant))
+    if mutant is not None:
+        plan = dataclasses.replace(plan, mutant=mutant)
     env = env_header(plan) | ({"mutant": plan.mutant} if plan.mutant else {})
     if args.verbose:
         print(format_header(env), flush=True)
