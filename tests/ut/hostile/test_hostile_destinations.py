@@ -22,12 +22,6 @@ RUNNER = "class GPUModelRunner:\n    def execute_model(self):\n        torch.cud
 HANG_S = 20
 
 
-@pytest.fixture(autouse=True)
-def _no_scan_cache(monkeypatch):
-    """The scan's cache folder (``.syncgate_cache`` in the working dir) is not under test here."""
-    monkeypatch.setenv("SYNCGATE_NO_CACHE", "1")
-
-
 def _tree(work: Path) -> None:
     (work / "src").mkdir()
     (work / "src" / "runner.py").write_text(RUNNER)

@@ -45,12 +45,6 @@ _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _OWN = ("::error ", "::error::", "::warning ", "::warning::", "::notice ", "::notice::")
 
 
-@pytest.fixture(autouse=True)
-def _no_scan_cache(monkeypatch):
-    """The scan's cache folder (``.syncgate_cache`` in the working dir) is not under test here."""
-    monkeypatch.setenv("SYNCGATE_NO_CACHE", "1")
-
-
 def _tree(work: Path, name: bytes, content: bytes = RUNNER) -> Path:
     tree = work / "src"
     tree.mkdir(exist_ok=True)
