@@ -239,6 +239,7 @@ class _Analysis:
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
         assignments: list[Assignment] = []
+        owned: dict[tuple[int, str], list[Assignment]] = {}
         setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
         # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
         self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
@@ -246,6 +247,7 @@ class _Analysis:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
                     assignments.append(assignment)
+                    owned.setdefault((id(cls), assignment.attr), []).append(assignment)
                     # a constructor is "called" as its class: AsyncOutput(...) builds it
                     setter = f"{cls.name}()" if method.name == "__init__" else method.name
                     setters.setdefault(assignment.attr, set()).add(setter)
@@ -256,6 +258,13 @@ class _Analysis:
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
         facts.annotated = _annotated_fields(index)
+        for key, group in owned.items():
+            pins = {a.pin for a in group} - {Pin.UNKNOWN}
+            if len(pins) == 1:
+                facts.owner_pin[key] = pins.pop()
+            dtypes = {a.dtype for a in group}
+            if len(dtypes) == 1 and None not in dtypes:
+                facts.owner_dtype[key] = dtypes.pop()  # type: ignore[assignment]
         for (_owner, attr), made in self._attr_types.items():
             if len(made) == 1 and is_record(made[0].node):
                 facts.fields[attr] = record_fields(made[0].node)

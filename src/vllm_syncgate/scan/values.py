@@ -168,6 +168,10 @@ class Facts:
     # field name -> place its record class annotates (``req_ids: list[str]`` is host data), for
     # the fields of what the model and sampler return
     annotated: dict[str, Place] = field(default_factory=dict)
+    # (id of the class, attr) -> pin / dtype of its allocations in that class: two classes that
+    # both store a ``positions_cpu``, one pinned and one not, do not make each other unknown
+    owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
+    owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
 
 
 class ValueModel:
@@ -325,7 +329,8 @@ class ValueModel:
             return self.pins.get(node.id, Pin.UNKNOWN)
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
-                return self.facts.pin.get(node.attr, Pin.UNKNOWN)
+                own = self._owned(self.facts.owner_pin, node.attr)
+                return own if own is not None else self.facts.pin.get(node.attr, Pin.UNKNOWN)
             if node.attr == "cpu":
                 # the host half of a staged buffer (vLLM's CpuGpuBuffer) is allocated pinned
                 return self.facts.pin.get("cpu", Pin.PINNED)
@@ -388,7 +393,8 @@ class ValueModel:
             self._locals()
             return self.dtypes.get(node.id)
         if _self_attr(node):
-            return self.facts.dtype.get(node.attr)  # type: ignore[union-attr]
+            own = self._owned(self.facts.owner_dtype, node.attr)  # type: ignore[union-attr]
+            return own if own is not None else self.facts.dtype.get(node.attr)  # type: ignore[union-attr]
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
@@ -483,6 +489,21 @@ class ValueModel:
         return None
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _owned(self, table: dict, attr: str):  # type: ignore[no-untyped-def]
+        """What the class of the bound method (or its nearest base) says about ``self.attr``."""
+        owner = getattr(self.context, "owner", None)
+        stack, seen = ([owner] if owner is not None else []), set()
+        while stack:
+            cls = stack.pop(0)
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            found = table.get((id(cls), attr))
+            if found is not None:
+                return found
+            stack.extend(cls.bases)
+        return None
 
     def _field_place(self, attr: str) -> Place:
         """A field of a device-computed record: its annotation, else its name, else device."""

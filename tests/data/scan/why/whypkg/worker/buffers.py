@@ -8,3 +8,11 @@ class StagedBuffer:
         self.cpu = torch.zeros(size, dtype=dtype, pin_memory=True)
         self.gpu = torch.zeros(size, dtype=dtype, device=device)
         self.np = self.cpu.numpy()
+
+
+class HostScratch:
+    """Another class with an attribute of the same name, allocated pageable: it says nothing
+    about the runner's pinned ``token_ids_cpu``."""
+
+    def __init__(self) -> None:
+        self.token_ids_cpu = torch.zeros(64, dtype=torch.int64)
