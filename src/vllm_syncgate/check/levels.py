@@ -87,6 +87,7 @@ class LevelResult:
     cases: list[LevelCase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     code: dict[str, Any] | None = None  # what it ran: CodeUnderTest.to_json(), for unit and serve
+    cached_from: str | None = None  # when the cached verdict shown was made (check/cache.py)
     scan: list[dict[str, Any]] | None = None  # the scan level: each tree's scan JSON (syncgate scan's)
 
     @property
@@ -100,6 +101,7 @@ class LevelResult:
             "duration_s": round(self.duration_s, 2),
             "notes": self.notes,
             "code": self.code,
+            "cached_from": self.cached_from,
             "cases": [{"name": c.name, "passed": c.passed, "detail": c.detail, "file": c.file,
                        "line": c.line, "time_s": round(c.time_s, 3)} | ({"error": True} if c.error else {})
                       for c in self.cases],
@@ -272,11 +274,11 @@ def resolve_sources(path: str | None) -> list[RunnerSource]:
     return [detect_source(path)] if path is not None else installed_sources()
 
 
-def vllm_code(sources: Sequence[RunnerSource] | None) -> CodeUnderTest:
+def vllm_code(sources: Sequence[RunnerSource] | None, build: bool = True) -> CodeUnderTest:
     """The vLLM the unit and serve levels run: a ``--source`` vLLM tree (over the installed
     build), else the installed one."""
     tree = next((s for s in sources or () if s.kind == VLLM and not s.installed), None)
-    return code_under_test(tree, VLLM, cache_root())
+    return code_under_test(tree, VLLM, cache_root(), build)
 
 
 def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: bool) -> str | None:

@@ -58,7 +58,8 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
         if level.status in (SKIPPED, NOT_RUN, ERROR):
             lines.append(f"{head} ({level.reason})")
             continue
-        lines.append(f"{head} ({level.duration_s:.1f} s)")
+        cached = f"; cached from {level.cached_from}" if level.cached_from else ""
+        lines.append(f"{head} ({level.duration_s:.1f} s{cached})")
         lines += [f"   {note}" for note in level.notes]
         if level.name == "serve" and serve is not None:
             lines.append(table(serve))

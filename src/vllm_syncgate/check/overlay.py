@@ -68,6 +68,11 @@ class CodeUnderTest:
                 "commit": self.commit, "overlay": None if self.overlay is None else str(self.overlay),
                 "installed": None if self.installed is None else str(self.installed)}
 
+    def build(self) -> None:
+        """Make the overlay (a no-op without one); before anything imports from it."""
+        if self.overlay is not None and self.tree is not None and self.installed is not None:
+            build_overlay(self.tree / self.package, self.installed, self.overlay / self.package)
+
     def child_env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The environment of a child that runs this code: no working directory on its path,
         the overlay first (inherited by every process it spawns)."""
@@ -181,11 +186,13 @@ def compiled_mismatch(tree_pkg: Path, installed: Path | None, package: str) -> s
     return None
 
 
-def code_under_test(source: RunnerSource | None, package: str, cache_dir: Path) -> CodeUnderTest:
+def code_under_test(source: RunnerSource | None, package: str, cache_dir: Path,
+                    build: bool = True) -> CodeUnderTest:
     """The code a level runs for ``source`` (None or an installed source: the installed package).
 
     An editable install of the tree is used as it is; any other tree gets an overlay under
-    ``cache_dir`` (rebuilt on every run, under a lock, so concurrent runs never see half of one).
+    ``cache_dir`` (rebuilt on every run, under a lock, so concurrent runs never see half of one;
+    ``build=False`` leaves that to :meth:`CodeUnderTest.build`, for a run the cache may answer).
     """
     installed = installed_package(package)
     if source is None or source.installed:
@@ -199,8 +206,10 @@ def code_under_test(source: RunnerSource | None, package: str, cache_dir: Path) 
         return CodeUnderTest(package, source.root, commit, None, installed, problem)
     key = hashlib.sha256(str(tree_pkg.resolve()).encode()).hexdigest()[:16]
     overlay = cache_dir / "overlays" / key
-    build_overlay(tree_pkg, installed, overlay / package)
-    return CodeUnderTest(package, source.root, commit, overlay, installed)
+    code = CodeUnderTest(package, source.root, commit, overlay, installed)
+    if build:
+        code.build()
+    return code
 
 
 def overlay_files(tree_pkg: Path, installed: Path) -> dict[Path, Path]:

@@ -19,6 +19,7 @@ from vllm_syncgate.check import (
     make_plan,
     resolve_model,
 )
+from vllm_syncgate.check.cache import CheckCache, open_cache
 from vllm_syncgate.check.levels import (
     ERROR,
     FAIL,
@@ -49,6 +50,7 @@ from vllm_syncgate.environment import format_header, require_importable
 from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, ServerError, UsageError
 from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
+from vllm_syncgate.models.recipe import cache_root
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from vllm_syncgate.progress import make_say, ticking
 from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir
@@ -100,6 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trust-source", action="store_true",
                         help="let the unit and serve levels run the --source tree's code (they "
                         "import and serve it); not needed for the installed, editable tree")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="run every level even where the verdict cache holds one for the "
+                        "same inputs (tree contents, versions, profile, budgets, model)")
     parser.add_argument("--keep-going", action="store_true",
                         help="run the serve level even when the scan or unit level failed")
     parser.add_argument("--rehearse", action="store_true",
@@ -144,8 +149,6 @@ def run(args: argparse.Namespace) -> int:
         return _conclude(merged.plan, merged.levels, merged.result, merged.env, args, started)
     say = make_say(quiet=args.quiet, started=started)
     selected = parse_levels(args.levels)
-    if {"unit", "serve"} & set(selected):
-        require_importable(("torch", "vllm"))  # a broken stack: exit 2 naming the package
     sources = resolve_sources(args.source)
     refused = untrusted(sources, selected, args.trust_source)
     if refused is not None:
@@ -167,27 +170,40 @@ def run(args: argparse.Namespace) -> int:
         say(f"REHEARSAL: the {plan.rehearsal.device} profile on the {plan.stack} stack; "
             "its verdict is not a device verdict")
     blocker = serve_blocker(plan.stack) if "serve" in selected else None
-    code = vllm_code(sources) if {"unit", "serve"} & set(selected) else None
+    code = vllm_code(sources, build=False) if {"unit", "serve"} & set(selected) else None
+    cache = open_cache(None if args.no_cache or args.groups else cache_root() / "verdicts",
+                       selected, sources, code, plan, _options(args), env)
+    if {"unit", "serve"} & set(selected) - set(cache.hits):
+        require_importable(("torch", "vllm"))  # a broken stack: exit 2 naming the package
+        if code is not None:
+            code.build()
+    for name, hit in cache.hits.items():
+        say(f"{name}: cached from {hit.when()} (same inputs; --no-cache reruns)")
     if code is not None:
         say(f"code under test (unit, serve): {code.describe()}"
             + ("; trusted with --trust-source" if args.trust_source and code.tree else ""))
     if code is not None and code.problem is not None and blocker is None:
         blocker = code.problem
     with signals_as_interrupt():
-        levels = run_before_serve([lv for lv in selected if lv == "scan"], sources,
-                                  plan.profile.device, plan.budgets, say,
-                                  scan_device=args.device, scan_profile=args.profile)
+        levels = _cached(cache, "scan") or run_before_serve(
+            [lv for lv in selected if lv == "scan"], sources, plan.profile.device, plan.budgets,
+            say, scan_device=args.device, scan_profile=args.profile)
         # the servers boot while the unit level runs (a boot is imports, one core each); the
         # scan (seconds) goes first so a failing scan starts none; a failing unit level stops them
         serve = (_start_serve(plan, env, say, code) if "serve" in selected and blocker is None
-                 and not stops_serve(levels, args.keep_going) else None)
+                 and "serve" not in cache.hits and not stops_serve(levels, args.keep_going)
+                 else None)
         try:
             with ticking(say, "unit: running"):
-                levels += run_before_serve([lv for lv in selected if lv == "unit"], sources,
-                                           plan.profile.device, plan.budgets, say, code)
+                levels += _cached(cache, "unit") or run_before_serve(
+                    [lv for lv in selected if lv == "unit"], sources, plan.profile.device,
+                    plan.budgets, say, code)
             result = None
             if "serve" in selected:
-                if code is not None and blocker == code.problem:
+                if "serve" in cache.hits and not stops_serve(levels, args.keep_going):
+                    levels += _cached(cache, "serve")
+                    result = cache.serve()
+                elif code is not None and code.problem is not None and blocker == code.problem:
                     levels.append(_LevelResult("serve", ERROR, f"error: {blocker}",
                                                code=code.to_json()))
                 elif blocker is not None:
@@ -207,11 +223,23 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
                                                for lv in levels}}
+    cache.store(levels, result)
     if args.groups is not None:
         write_fanout(plan.report_dir, plan_arguments(args), planned, plan, result,
                      None if serve is None else serve[0].reference.result(),
                      None if serve is None else serve[0].model.path)
     return _conclude(plan, levels, result, env, args, started)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options that change what a level runs or how it is judged (part of each cache key)."""
+    return {key: getattr(args, key, None) for key in (
+        "device", "profile", "model", "scenarios", "quick", "rehearse", "mutant", "source")}
+
+
+def _cached(cache: CheckCache, name: str) -> list[_LevelResult]:
+    found = cache.level(name)
+    return [] if found is None else [found]
 
 
 def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None,

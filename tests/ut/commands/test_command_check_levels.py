@@ -37,7 +37,8 @@ def test_unguarded_sync_fails_and_stops_before_serve(tree, tmp_path, capsys):
     path.write_text(path.read_text().replace(
         "        if self.speculative_config is not None:\n            self._wait_for_drafts()",
         "        self._wait_for_drafts()"))
-    code, report = _check(tmp_path, "--levels", "scan,serve", "--source", str(tree))
+    code, report = _check(tmp_path, "--levels", "scan,serve", "--source", str(tree),
+                          "--trust-source")
     out = capsys.readouterr().out
     assert code == 1
     assert f"[{path}:" in out or f"{path}:" in out
@@ -66,7 +67,7 @@ def test_npu_profile_scan_and_unit_run_without_an_npu(data_dir, tmp_path, capsys
     import xml.etree.ElementTree as ET
 
     code, report = _check(tmp_path, "--device", "npu", "--levels", "scan,unit",
-                          "--source", str(data_dir / "npu" / "after_fix"))
+                          "--source", str(data_dir / "npu" / "after_fix"), "--trust-source")
     out = capsys.readouterr().out
     assert code == 0, out
     assert "npu.no_seq_lens_sync_without_speculation" in out

@@ -1,0 +1,86 @@
+"""``check --source BRANCH`` runs the branch at the unit level (over the installed build), never the
+installed vLLM; without ``--source`` nothing is imported from the working directory.
+
+Each test runs the real unit level (a child importing vLLM: about a minute on 2 cores)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+RUNNER = "v1/worker/gpu_model_runner.py"
+MARKER = "imported-from-cwd"
+
+
+def _check(args, cwd, report):
+    done = subprocess.run([sys.executable, "-m", "vllm_syncgate", "check", "--report-dir",
+                           str(report), "--quiet", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ))
+    doc = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
+    return done, doc
+
+
+def test_to_list_rewritten_branch_fails_the_unit_level(vllm_branch, edit_method, tmp_path):
+    root = vllm_branch("to_list", lambda pkg: edit_method(
+        pkg / RUNNER, "GPUModelRunner", "_to_list", body=["return sampled_token_ids.tolist()"]))
+    done, doc = _check(["--levels", "unit", "--source", str(root), "--trust-source"], tmp_path,
+                       tmp_path / "r")
+    assert done.returncode == 1, done.stdout + done.stderr
+    unit = doc["levels"]["unit"]
+    assert unit["status"] == "fail"
+    assert unit["code"]["tree"] == str(root)
+    assert unit["code"]["overlay"] is not None
+    failing = {c["name"] for c in unit["cases"] if not c["passed"]}
+    assert failing == {"probes.to_list"}
+    [case] = [c for c in unit["cases"] if c["name"] == "probes.to_list"]
+    assert case["file"].startswith(unit["code"]["overlay"])  # the branch's line, as run
+    assert f"tree {root} (no git commit)" in done.stdout
+    junit = (tmp_path / "r" / "junit.xml").read_text()
+    assert f'name="syncgate.code.tree" value="{root}"' in junit
+
+
+def test_check_in_a_folder_holding_vllm_imports_nothing_from_it(tmp_path):
+    """A fake vllm/ (layout of a tree, an __init__ that leaves a marker) where check runs."""
+    fake = tmp_path / "vllm"
+    (fake / "v1" / "worker").mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        f"open({str(tmp_path / MARKER)!r}, 'w').write('imported')\nraise SystemExit(9)\n")
+    done, doc = _check(["--levels", "scan,unit"], tmp_path, tmp_path / "r")
+    assert not (tmp_path / MARKER).exists()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert doc["levels"]["unit"]["code"]["tree"] is None  # the installed vLLM, named as such
+    assert "site-packages" in doc["levels"]["unit"]["code"]["installed"]
+    assert str(fake) not in json.dumps(doc["levels"])
+
+
+def test_a_branch_of_another_release_is_a_unit_error_not_a_pass(vllm_branch, tmp_path):
+    def other_release(pkg):
+        (pkg / "_version.py").write_text("__version__ = version = '0.1.0'\n")
+
+    root = vllm_branch("old_release", other_release)
+    done, doc = _check(["--levels", "unit", "--source", str(root), "--trust-source"], tmp_path,
+                       tmp_path / "r")
+    assert done.returncode == 2, done.stdout + done.stderr
+    unit = doc["levels"]["unit"]
+    assert unit["status"] == "error"
+    assert unit["reason"].startswith("error: compiled code differs: the tree declares vllm 0.1.0")
+    assert "== unit: ERROR (error: compiled code differs" in done.stdout
+
+
+def test_a_branch_that_does_not_import_is_a_unit_error(vllm_branch, tmp_path):
+    def broken(pkg):
+        init = pkg / "__init__.py"
+        init.write_text(init.read_text() + "\nfrom vllm._no_such_module import x\n")
+
+    root = vllm_branch("broken", broken)
+    done, doc = _check(["--levels", "unit", "--source", str(root), "--trust-source"], tmp_path,
+                       tmp_path / "r")
+    assert done.returncode == 2, done.stdout + done.stderr
+    reason = doc["levels"]["unit"]["reason"]
+    assert reason.startswith("error: vLLM does not load from ")
+    assert "ModuleNotFoundError: No module named 'vllm._no_such_module'" in reason
