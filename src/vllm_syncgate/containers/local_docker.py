@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from vllm_syncgate.errors import EnvironmentProblem
@@ -105,10 +106,77 @@ class Engine:
                     log, timeout_s)
         return code, time.monotonic() - start
 
+    def up_scaled(self, repo: Path, service: str, replicas: int, *, project: str,
+                  env: Mapping[str, str], log: Path, detach: bool = False,
+                  timeout_s: float = 900) -> tuple[int, float]:
+        """``compose up --scale SERVICE=N``: N replicas of one service (the repro shards).
+
+        Attached, it returns when every replica has exited (compose's own exit code: 0 unless
+        compose failed; each replica's is :meth:`exit_code`). Always pair with :meth:`down`.
+        """
+        args = [*self.compose, "-p", project, "up", "--no-build", "--scale",
+                f"{service}={replicas}", *(["-d"] if detach else []), service]
+        start = time.monotonic()
+        code = _run(args, repo, env, log, timeout_s)
+        return code, time.monotonic() - start
+
+    def run_detached(self, repo: Path, service: str, args: Sequence[str], *, project: str,
+                     env: Mapping[str, str], set_env: Mapping[str, str], log: Path) -> str:
+        """``compose run -d -e K=V SERVICE ARGS``: one more container of the service with its own
+        variables (one odd runner among the replicas); returns its name."""
+        flags = [item for key, value in set_env.items() for item in ("-e", f"{key}={value}")]
+        out = subprocess.run([*self.compose, "-p", project, "run", "-d", *flags, service, *args],
+                             cwd=repo, env={**os.environ, **env}, capture_output=True, text=True,
+                             timeout=120, check=False)
+        with log.open("a", encoding="utf-8") as sink:
+            sink.write(out.stdout + out.stderr)
+        if out.returncode != 0 or not out.stdout.strip():
+            raise EnvironmentProblem(f"compose run -d {service} failed: {out.stderr.strip()}")
+        return out.stdout.strip().splitlines()[-1]
+
+    def containers(self, project: str, service: str) -> list[str]:
+        """Ids of the project's containers of ``service``, running or exited."""
+        out = subprocess.run([self.docker, "ps", "-a", "-q", "--no-trunc",
+                              "--filter", f"label=com.docker.compose.project={project}",
+                              "--filter", f"label=com.docker.compose.service={service}"],
+                             capture_output=True, text=True, check=True, timeout=60)
+        return out.stdout.split()
+
+    def exit_code(self, container: str, timeout_s: float = 900) -> int:
+        """Wait for ``container`` to exit; its exit code."""
+        out = subprocess.run([self.docker, "wait", container], capture_output=True, text=True,
+                             check=True, timeout=timeout_s)
+        return int(out.stdout.strip())
+
+    def timestamps(self, container: str) -> dict[str, float]:
+        """When the engine created, started and finished ``container``, in epoch seconds."""
+        out = subprocess.run([self.docker, "inspect", "--format",
+                              "{{.Created}} {{.State.StartedAt}} {{.State.FinishedAt}}",
+                              container], capture_output=True, text=True, check=True, timeout=60)
+        keys = ("created", "started", "finished")
+        return {k: _epoch(v) for k, v in zip(keys, out.stdout.split(), strict=True)}
+
+    def processes(self, container: str) -> str:
+        """``docker top``: the command lines running in ``container`` ('' once it has exited)."""
+        out = subprocess.run([self.docker, "top", container], capture_output=True, text=True,
+                             check=False, timeout=60)
+        return out.stdout if out.returncode == 0 else ""
+
+    def kill(self, container: str) -> None:
+        """SIGKILL: a runner lost mid-job, nothing flushed."""
+        subprocess.run([self.docker, "kill", container], capture_output=True, check=True,
+                       timeout=60)
+
     def down(self, repo: Path, *, project: str, env: Mapping[str, str], log: Path) -> None:
         """Remove the project's containers, network and volumes (never images)."""
         _run([*self.compose, "-p", project, "down", "--volumes", "--remove-orphans",
               "--timeout", "10"], repo, env, log, 120)
+
+
+def _epoch(stamp: str) -> float:
+    """Docker's RFC 3339 time with nanoseconds (``2026-12-01T11:30:00.123456789Z``) as epoch s."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    return datetime.fromisoformat(head).replace(tzinfo=UTC).timestamp() + float(f"0.{frac or 0}")
 
 
 def _run(args: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path,
