@@ -62,7 +62,7 @@ class _File:
             return cls()
         if _MARK not in data:
             return cls()
-        text = data.decode("utf-8", errors="replace")
+        text = data.decode("utf-8-sig", errors="replace")  # a BOM is no character of line 1
         found = comments(text)
         lines = python_lines(text)
         only = frozenset(n for n in found if 0 < n <= len(lines) and lines[n - 1].lstrip().startswith("#"))

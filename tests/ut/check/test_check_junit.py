@@ -68,8 +68,9 @@ def test_fix_hints_name_site_pattern_and_allow_stanza(judge_kit):
     hints = fix_hints(_result(judge_kit, _site("/t/gpu_model_runner.py")))
     assert hints[0] == "/t/gpu_model_runner.py:1234:_update_states (blocking_readback)"
     assert hints[1].startswith("fix: do not read device values on the host in the step")
-    assert hints[2] == '  or, if by design, add to your budget file (extends = "<device>"):'
-    assert hints[3:7] == ["      [[budget.allow]]",
+    assert hints[2] == "  in the step, instead of the sync: host_buf.copy_(value, non_blocking=True); event.record()"
+    assert hints[-7:] == ['      extends = "cuda"', "      [[budget]]", "      speculation = false",
+                          "      [[budget.allow]]",
                           '      site = "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"',
                           '      kind = "blocking_readback"',
                           '      reason = "<why this sync is by design>"']
