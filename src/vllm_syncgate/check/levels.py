@@ -184,7 +184,7 @@ def _scan_cases(project: ProjectScan) -> list[LevelCase]:
                        site_message(s, project.device), s.first.file, s.first.line)
              for s in sites(found.failing)]
     cases += [LevelCase(f"not read: {p.file}", False, f"{p.file}: {p.reason} (a sync there would "
-                        "be hidden; fix the file or exclude it with a reason)", p.file, error=True)
+                        "be hidden; fix the file or exclude it with a reason)", p.file, 1, error=True)
               for p in project.unread]
     cases += [LevelCase(f"unused allow {i + 1}", False, line) for i, line in
               enumerate(project.unused if project.strict else [])]
