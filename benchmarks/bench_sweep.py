@@ -94,16 +94,17 @@ def _render(results: list, old: dict[str, SweepRelease]) -> str:
         "",
     ]
     done = set()
+    known = [lb for row in old.values() for lb in row.sites]  # a verdict carries to other releases
     for row, result in results:
         done.add(row.source)
-        out += _row(row, result.digest, result.failing)
+        out += _row(row, result.digest, result.failing, known)
     for source, row in old.items():  # rows this run did not reach stay as they were
         if source not in done:
-            out += _row(row, row.digest, None)
+            out += _row(row, row.digest, None, known)
     return "\n".join(out) + "\n"
 
 
-def _row(row: SweepRelease, digest: str, failing: list[str] | None) -> list[str]:
+def _row(row: SweepRelease, digest: str, failing: list[str] | None, known: list) -> list[str]:
     out = ["[[release]]", f'source = "{row.source}"', f'file = "{row.file}"',
            f'digest = "{digest}"', "paths = [" + ", ".join(f'"{p}"' for p in row.paths) + "]",
            f'profile = "{row.profile}"']
@@ -119,7 +120,8 @@ def _row(row: SweepRelease, digest: str, failing: list[str] | None) -> list[str]
             where, _, code = text.partition(": ")
             location, _, function = where.partition(" ")
             file = location.rsplit(":", 1)[0]
-            label = next((lb for lb in row.sites if lb.matches(file, function, code)), None)
+            label = next((lb for lb in (*row.sites, *known) if lb.matches(file, function, code)),
+                         None)
             sites.append((file, function, label.code if label else code,
                           label.label if label else "unreviewed", label.why if label else ""))
     out.append(f"failing = {len(sites)}")
