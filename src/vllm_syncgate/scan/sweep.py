@@ -135,9 +135,10 @@ def find(project: str, version: str, filename: str = "") -> ReleaseFile:
     raise EnvironmentProblem(f"{project}=={version}: {filename or 'no such file'} not on the index")
 
 
-def run_release(row: SweepRelease) -> SweepResult:
+def run_release(row: SweepRelease, seen: dict[tuple, list[str]] | None = None) -> SweepResult:
     """Fetch (or reuse) ``row``'s sources and its base, check the digest, scan, and compare the
-    failing sites with the table."""
+    failing sites with the table. ``seen`` maps what was scanned before (digest, paths, profile,
+    base) to its failing sites: a re-published build with the same sources is not scanned twice."""
     project, _, version = row.source.partition("==")
     result = SweepResult(row.source)
     started = time.perf_counter()
@@ -152,9 +153,15 @@ def run_release(row: SweepRelease) -> SweepResult:
         result.problems.append(f"{row.source}: sources changed (digest {result.digest[:12]}, "
                                f"table {row.digest[:12]})")
         return result
-    tree = scan_tree(root, row.paths, row.profile, base)
-    result.scan_seconds, result.lines = tree.seconds, tree.lines
-    result.failing = failing_sites(tree.sites, root)
+    key = (result.digest, row.paths, row.profile, row.base)
+    if seen is not None and key in seen:
+        result.failing = list(seen[key])
+    else:
+        tree = scan_tree(root, row.paths, row.profile, base)
+        result.scan_seconds, result.lines = tree.seconds, tree.lines
+        result.failing = failing_sites(tree.sites, root)
+        if seen is not None:
+            seen[key] = result.failing
     result.problems.extend(compare(row, result.failing))
     return result
 
