@@ -26,11 +26,12 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-# C0 controls, DEL, C1 controls, the XML non-characters, lone surrogates (undecodable bytes),
-# and the Unicode line/paragraph separators some terminals and editors break lines at.
-_CONTROL = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff"
-_LINE = re.compile(f"[{_CONTROL}]")
-_BLOCK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
+# DEL, C1 controls, the Unicode line/paragraph separators some terminals and editors break lines
+# at, the XML non-characters, and lone surrogates (undecodable bytes); C0 comes on top.
+_OTHER = "\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff"
+_LINE = re.compile(f"[\x00-\x1f{_OTHER}]")
+_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f{_OTHER}]")  # TAB and LF kept
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -46,7 +47,7 @@ def terminal(text: str) -> str:
 
 
 def terminal_block(text: str) -> str:
-    """:func:`terminal` for several lines: newlines and tabs kept, every other control character (CR too) escaped."""
+    """:func:`terminal` for several lines: newlines and tabs kept, CR and the rest escaped."""
     return _BLOCK.sub(_hex, text)
 
 
@@ -91,9 +92,6 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def each_text(value: T, escape: Callable[[str], str]) -> T:
