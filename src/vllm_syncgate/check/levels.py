@@ -137,29 +137,29 @@ def level_error(name: str, code: CodeUnderTest, reason: str, started: float) -> 
 
 
 # --- scan --------------------------------------------------------------------------------------
-def scan_request(source: RunnerSource, vllm: RunnerSource | None, *, device: str | None = None,
-                 profile: str | None = None) -> ScanRequest:
+def scan_request(source: RunnerSource, vllm: RunnerSource | None) -> ScanRequest:
     """What ``syncgate scan`` is asked for this source: its runners' folder (a vllm-ascend tree's
     with the vLLM's beside it, where its runners' base classes are), the tree's root (its
     settings stay in it), in gate mode (a file not read fails)."""
     paths = [str(source.worker_dir)]
     if source.kind == ASCEND and vllm is not None:
         paths.append(str(vllm.worker_dir))
-    return ScanRequest(paths, device=device, profile=profile, root=source.root, gate=True)
+    return ScanRequest(paths, root=source.root, gate=True)
 
 
-def run_scan(sources: Sequence[RunnerSource], *, device: str | None = None,
-             profile: str | None = None) -> LevelResult:
+def run_scan(sources: Sequence[RunnerSource]) -> LevelResult:
     """Each source through the one verdict engine, :func:`~vllm_syncgate.scan.project.scan_project`,
     with the same entry points, ``[tool.syncgate]``, baseline, inline allows and device default as
     ``syncgate scan``; one case per failing site with its fix, per unread file (an error), and per
-    entry point that reaches no failing sync. ``device``/``profile``: only when given explicitly."""
+    entry point that reaches no failing sync. The budget is the scan's default for the code
+    (``[tool.syncgate]``, else npu for a vllm-ascend tree, else cuda), not check's --device: that
+    names where the unit and serve levels run, and vLLM's CUDA runner is CUDA code on any machine."""
     started = time.monotonic()
     vllm = next((s for s in [*sources, *installed_sources()] if s.kind == VLLM), None)
     result = LevelResult("scan", PASS, scan=[])
     for source in sources:
         try:
-            project = scan_project(scan_request(source, vllm, device=device, profile=profile))
+            project = scan_project(scan_request(source, vllm))
         except ScanError as exc:  # nothing to judge in this tree: the gate cannot pass it
             result.cases.append(LevelCase(f"{source.kind} runners", False,
                                           f"no runner entry point found in {source.worker_dir}: {exc}"))
@@ -296,17 +296,15 @@ def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: b
 
 def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], device: str,
                      budgets: BudgetSet, say: Callable[[str], None],
-                     code: CodeUnderTest | None = None, *, scan_device: str | None = None,
-                     scan_profile: str | None = None) -> list[LevelResult]:
+                     code: CodeUnderTest | None = None) -> list[LevelResult]:
     """The scan and unit levels that ``selected`` names, in that order; the unit level runs
-    ``code`` (default: the installed vLLM). The scan picks its budget as ``syncgate scan`` does:
-    ``scan_device``/``scan_profile`` are check's --device/--profile when given explicitly."""
+    ``code`` (default: the installed vLLM). The scan picks its budget as ``syncgate scan`` does."""
     levels = device_levels(device)
     results = []
     if "scan" in selected:
         if sources:
             say("scan: " + "; ".join(s.describe() for s in sources))
-            results.append(run_scan(sources, device=scan_device, profile=scan_profile))
+            results.append(run_scan(sources))
         else:
             results.append(skipped("scan", "skipped: no --source and no vLLM or vllm-ascend "
                                            "installed here"))

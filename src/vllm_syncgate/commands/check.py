@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     with signals_as_interrupt():
         levels = _cached(cache, "scan") or run_before_serve(
             [lv for lv in selected if lv == "scan"], sources, plan.profile.device, plan.budgets,
-            say, scan_device=args.device, scan_profile=args.profile)
+            say)
         # the servers boot while the unit level runs (a boot is imports, one core each); the
         # scan (seconds) goes first so a failing scan starts none; a failing unit level stops them
         serve = (_start_serve(plan, env, say, code) if "serve" in selected and blocker is None
