@@ -20,8 +20,8 @@ H200 (../shared/reference/gpu-physics.md §1, "GP" below):
 - ``blocking_copy``: device-to-host ``x.to("cpu")`` / ``host.copy_(dev)`` without
   ``non_blocking=True`` (GP §1: 7.97 ms), and with it into memory that is not pinned (GP §1:
   ``pageable.copy_(x, non_blocking=True)`` 7.96 ms, unseen by torch's sync debug mode);
-  host-to-device from memory not known to be pinned, ``non_blocking=True`` or not
-  (``.to(device)``, ``.cuda()``, ``dev.copy_(host)``, ``torch.tensor(data, device=dev)``): the
+  host-to-device from pageable memory (no ``pin_memory``, ``torch.from_numpy``), ``non_blocking``
+  or not (``.to(device)``, ``.cuda()``, ``dev.copy_(host)``, ``torch.tensor(data, device=dev)``): the
   driver stages pageable memory through its own pinned buffer and the host waits for the copy
   (vLLM's own copy checker flags it; GP §2b: pageable H2D holds 0.80-16.25 ms); a copy between
   host and device that changes the dtype or reads a strided slice of a pinned buffer
@@ -367,11 +367,13 @@ class FunctionWalker:
 
     def _host_to_device(self, node: ast.Call, source: ast.expr, api: str,
                         stack: tuple[Condition, ...]) -> None:
-        """H2D from host memory not known to be pinned, or strided: the host waits for it."""
+        """H2D from pageable host memory (an allocation without ``pin_memory``, a numpy array's
+        memory), or from a strided view of any host buffer: the host waits for it. A buffer of
+        unknown pinning (an attribute of an object the scan cannot see) is not judged."""
         values = self.values
         if values.place(source) is not Place.HOST:
             return
-        if values.pin(source) is not Pin.PINNED or not values.contiguous(source):
+        if values.pin(source) is Pin.PAGEABLE or not values.contiguous(source):
             self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack)
 
     def _tensor_of_host_data(self, node: ast.Call, stack: tuple[Condition, ...]) -> None:

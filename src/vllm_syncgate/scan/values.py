@@ -334,7 +334,8 @@ class ValueModel:
             if node.attr == "cpu":
                 # the host half of a staged buffer (vLLM's CpuGpuBuffer) is allocated pinned
                 return self.facts.pin.get("cpu", Pin.PINNED)
-            return Pin.UNKNOWN
+            # blk_table.slot_mapping_cpu: what the scanned classes that store one say
+            return self.facts.pin.get(node.attr, Pin.UNKNOWN)
         if isinstance(node, ast.Subscript):
             return self.pin(node.value)
         if isinstance(node, ast.IfExp):

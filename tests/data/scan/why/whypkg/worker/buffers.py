@@ -11,8 +11,8 @@ class StagedBuffer:
 
 
 class HostScratch:
-    """Another class with an attribute of the same name, allocated pageable: it says nothing
-    about the runner's pinned ``token_ids_cpu``."""
+    """Another class with an attribute of the same name, allocated pinned: it says nothing
+    about the runner's pageable ``token_ids_cpu``."""
 
     def __init__(self) -> None:
-        self.token_ids_cpu = torch.zeros(64, dtype=torch.int64)
+        self.token_ids_cpu = torch.zeros(64, dtype=torch.int64, pin_memory=True)

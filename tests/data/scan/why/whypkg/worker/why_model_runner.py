@@ -40,7 +40,7 @@ class WhyModelRunner:
         self.block_table_pinned = torch.zeros((8, 64), dtype=torch.int32, pin_memory=True)
         self.block_table_gpu = torch.zeros((8, 64), dtype=torch.int32, device=device)
         self.sampled_pinned = torch.zeros(64, dtype=torch.int64, pin_memory=True)
-        self.token_ids_cpu = torch.zeros(64, dtype=torch.int64, pin_memory=True)
+        self.token_ids_cpu = torch.zeros(64, dtype=torch.int64)  # pageable, unlike HostScratch's
         self.token_ids_gpu = torch.zeros(64, dtype=torch.int64, device=device)
         self.transfer_event = torch.cuda.Event()
         self.routed_event = (
@@ -68,7 +68,7 @@ class WhyModelRunner:
         # the correct forms: dense slices of pinned buffers, same dtype
         self.input_ids.gpu[:n].copy_(self.input_ids.cpu[:n], non_blocking=True)
         self.block_table_gpu[0, :n].copy_(self.block_table_pinned[0, :n], non_blocking=True)
-        self.token_ids_gpu[:n].copy_(self.token_ids_cpu[:n], non_blocking=True)
+        self.token_ids_gpu[:n].copy_(self.token_ids_cpu[:n], non_blocking=True)  # expect: blocking_copy none
         torch.repeat_interleave(req_gpu, lens, output_size=n)
         # data-dependent shapes
         starts = torch.repeat_interleave(req_gpu, lens)  # expect: blocking_readback none
