@@ -41,7 +41,9 @@ def wilson_interval(failures: int, runs: int, confidence: float = 0.95) -> tuple
     denom = 1.0 + z * z / runs
     centre = (p + z * z / (2 * runs)) / denom
     half = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at k = 0 and k = n the bound is exactly 0 or 1 (rounding left 1 - 1e-16: "excludes 100%")
+    return (0.0 if failures == 0 else max(0.0, centre - half),
+            1.0 if failures == runs else min(1.0, centre + half))
 
 
 @functools.lru_cache(maxsize=4096)

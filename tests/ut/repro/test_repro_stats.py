@@ -41,6 +41,8 @@ def test_known_intervals():
     assert (round(lo, 4), round(hi, 4)) == (0.1812, 0.5671)
     assert clopper_pearson_interval(0, 10)[0] == 0.0
     assert clopper_pearson_interval(10, 10)[1] == 1.0
+    assert wilson_interval(0, 10)[0] == 0.0
+    assert wilson_interval(10, 10)[1] == 1.0  # exactly: a broken test's interval holds 100%
 
 
 @given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
