@@ -73,6 +73,8 @@ def _size(value: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = ("%(prog)s [options] LOG\n       %(prog)s merge SHARD_FILE_OR_DIR... "
+                    "[--report-dir DIR]")
     parser.add_argument("log", type=Path, nargs="+", metavar="LOG",
                         help="CI log: GitHub job log, gh --log output, run-log zip, pytest "
                         "output, JUnit XML or pytest-reportlog JSONL; or 'merge' and then shard "
