@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -105,7 +106,8 @@ def main() -> None:
         "scaling_ratio_10x_records": results[args.records] / results[args.records // 10],
         "peak_rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                - rss_before) / 1024,
-        "rounds": args.rounds,
+        "rounds": args.rounds, "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
     })
 
 
