@@ -6,8 +6,12 @@ simulated device work), instantiated without ``__init__`` and given its state ex
 
 - ``ast`` mode (anywhere): the runner module is parsed, never imported; the named function defs
   are compiled, with their original file name and line numbers, inside a fresh class body. Only
-  ``torch`` and ``numpy`` are offered as globals, and a method that needs anything else is refused
-  up front, so ``vllm_ascend``, ``vllm`` and ``torch_npu`` are never imported.
+  ``torch`` and ``numpy`` are offered as globals, with a short list of harmless builtins
+  (:data:`SAFE_BUILTINS`: no ``open``, ``__import__``, ``eval``, ``exec``, ``compile``), and a
+  method that needs anything else, or touches a dunder attribute (``().__class__.__mro__``), is
+  refused before it is compiled, so ``vllm_ascend``, ``vllm`` and ``torch_npu`` are never imported.
+  ``torch`` and ``numpy`` themselves can still reach the host (``torch.load``): running a tree's
+  methods is trusting the tree, which ``syncgate check`` asks for with ``--trust-source``.
 - ``import`` mode (inside the NPU image, where ``vllm_ascend`` imports): the real class is used and
   the simulated parent is spliced into its MRO right below it.
 
@@ -43,6 +47,13 @@ MODES = ("ast", "import")
 # The globals a loaded method may use; the simulated accelerator patches torch in place.
 _NAMESPACE: dict[str, Any] = {"torch": torch, "np": np, "numpy": np}
 # What upstream's torch_cuda_wrapper redirects from torch.cuda to torch.npu.
+# The builtins a loaded method may use: values and containers, no I/O, no import, no introspection.
+SAFE_BUILTINS = (
+    "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "isinstance", "len", "list",
+    "max", "min", "range", "reversed", "set", "slice", "sorted", "str", "sum", "super", "tuple",
+    "zip", "None", "True", "False", "AssertionError", "IndexError", "KeyError",
+    "NotImplementedError", "RuntimeError", "TypeError", "ValueError",
+)
 _CUDA_NAMES = (
     "Event", "Stream", "current_stream", "default_stream", "stream", "set_stream", "synchronize",
 )
@@ -174,8 +185,11 @@ def _compile_methods(
     )
     ast.fix_missing_locations(shell)
     _check_free_names(shell, path, class_name, source)
+    _check_no_dunders(shell, class_name, source)
     namespace: dict[str, Any] = {
         **_NAMESPACE, "_SyncgateParent": parent, "__name__": module, "__file__": str(path),
+        "__builtins__": {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+        | {"__build_class__": builtins.__build_class__},  # what a class statement calls
     }
     exec(compile(shell, str(path), "exec"), namespace)
     cls: type = namespace[class_name]
@@ -211,7 +225,7 @@ def _check_free_names(
     shell: ast.Module, path: Path, class_name: str, source: AscendSource
 ) -> None:
     table = symtable.symtable(ast.unparse(shell), str(path), "exec")
-    provided = set(_NAMESPACE) | set(dir(builtins))
+    provided = set(_NAMESPACE) | set(SAFE_BUILTINS) | {"_SyncgateParent"}
 
     def unknown(symbols: Iterable[symtable.Symbol]) -> list[str]:
         return sorted({
@@ -230,6 +244,16 @@ def _check_free_names(
                 raise source.missing(
                     f"{where} uses names the harness cannot provide: {', '.join(missing)}"
                 )
+
+
+def _check_no_dunders(shell: ast.Module, class_name: str, source: AscendSource) -> None:
+    """Refuse ``x.__class__`` and friends: the way out of a restricted namespace."""
+    for node in ast.walk(shell):
+        name = node.attr if isinstance(node, ast.Attribute) else (
+            node.id if isinstance(node, ast.Name) else None)
+        if name is not None and name.startswith("__") and name.endswith("__"):
+            raise source.missing(f"{class_name} touches {name} (line {getattr(node, 'lineno', '?')}),"
+                                 " which the harness does not run")
 
 
 def _all_symbols(table: symtable.SymbolTable) -> list[symtable.Symbol]:

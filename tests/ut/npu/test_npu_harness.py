@@ -229,3 +229,52 @@ def test_import_mode_refuses_a_class_without_the_method(mutant_source, on_import
     expected = "NPUModelRunner has no method _update_seq_lens_cpu"
     with pytest.raises(UnsupportedLayoutError, match=expected):
         load_runner_class(source, SimulatedGPUModelRunner, mode="import")
+
+
+@pytest.mark.parametrize(("body", "what"), [
+    ("open('/etc/passwd').read()", "open"),
+    ("__import__('os').system('true')", "__import__"),
+    ("eval('1')", "eval"),
+    ("exec('x = 1')", "exec"),
+    ("getattr(self, 'x')", "getattr"),
+    ("compile('1', 'f', 'eval')", "compile"),
+])
+def test_source_mode_offers_no_way_to_the_host(tmp_path, body, what):
+    """The restricted namespace: a builtin the harness does not list is refused before compiling."""
+    source = _tree(tmp_path, f"""
+        class NPUModelRunner:
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                return {body}
+    """)
+    assert _refusal(source, methods=["_update_seq_lens_cpu"]) == (
+        "unsupported vllm-ascend layout: NPUModelRunner._update_seq_lens_cpu uses names the"
+        f" harness cannot provide: {what} (version 9.9.9)")
+
+
+@pytest.mark.parametrize("body", [
+    "().__class__.__mro__[1].__subclasses__()",
+    "self.__dict__",
+    "torch.__builtins__",
+])
+def test_source_mode_refuses_attribute_escapes(tmp_path, body):
+    source = _tree(tmp_path, f"""
+        class NPUModelRunner:
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                return {body}
+    """)
+    message = _refusal(source, methods=["_update_seq_lens_cpu"])
+    assert message.startswith("unsupported vllm-ascend layout: NPUModelRunner touches __")
+    assert "which the harness does not run" in message
+
+
+def test_loaded_methods_run_with_only_the_listed_builtins(tmp_path):
+    source = _tree(tmp_path, """
+        class NPUModelRunner:
+            def _update_seq_lens_cpu(self, scheduler_output, req_ids):
+                return len(req_ids), sorted(req_ids)
+    """)
+    cls = load_runner_class(source, SimulatedGPUModelRunner, methods=["_update_seq_lens_cpu"])
+    assert cls._update_seq_lens_cpu(None, None, [3, 1]) == (2, [1, 3])
+    builtins_seen = cls._update_seq_lens_cpu.__globals__["__builtins__"]
+    assert "open" not in builtins_seen
+    assert "__import__" not in builtins_seen
