@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 
 import pytest
 
+from vllm_syncgate import __version__
+from vllm_syncgate.environment import parse_header
 from vllm_syncgate.errors import ReportDirError
 from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir, printable, write_all
 
@@ -90,3 +94,26 @@ def test_a_deleted_gitignore_is_written_again_and_a_file_in_the_way_is_one_error
     (blocked / CACHE_DIR).write_text("not a folder")
     with pytest.raises(ReportDirError, match=r"\.syncgate_cache: cannot write the report cache \(exists and is not"):
         default_report_dir("check", base=blocked)
+
+
+@pytest.mark.slow
+def test_check_leaves_the_checkout_clean_and_prints_the_header_only_under_verbose(tmp_path):
+    """``syncgate check`` run inside a git checkout: reports in the cache, ``git status`` clean."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+    def check(*flags: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "vllm_syncgate", "check", "--levels", "scan",
+                               "--quiet", *flags], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    lines = check()
+    assert lines[0].startswith("== scan: ")
+    assert not [line for line in lines if "syncgate-env:" in line]
+    report = json.loads((tmp_path / CACHE_DIR / "check" / "report.json").read_text())
+    assert report["env"]["syncgate"] == __version__  # the header lives in the report
+    status = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+                            check=True, capture_output=True, text=True).stdout
+    assert status == ""
+    assert parse_header(check("-v")[0]) == report["env"]  # the same header, first, under -v
