@@ -52,10 +52,16 @@ def describe(entry: dict[str, str]) -> str:
 
 
 def write_baseline(path: Path, findings: Iterable[Finding]) -> int:
-    """Record every failing finding's site (once per site); the number of entries written."""
+    """Record every failing finding's site (once per site); the number of entries written. The
+    reasons of a baseline already at ``path`` stay with their entries."""
     root = path.parent
     keys = sorted({key(f, root) for f in findings if f.gates})
-    doc = {"schema": SCHEMA, "findings": [_entry(k) for k in keys]}
+    try:
+        reasons = load_baseline(path).reasons if path.is_file() else {}
+    except BaselineError:  # not a baseline (yet): nothing to keep
+        reasons = {}
+    doc = {"schema": SCHEMA, "findings": [_entry(k) | ({"reason": reasons[k]} if k in reasons else {})
+                                          for k in keys]}
     write_all(root, {path.name: json.dumps(doc, indent=2) + "\n"}, what="the scan baseline")
     return len(keys)
 

@@ -96,3 +96,13 @@ def test_a_baseline_reason_must_be_a_string(tree, run_scan):
     code, _, err = run_scan(str(tree), "--baseline", str(baseline))
     assert code == 2
     assert "findings[0].reason: must be a string" in err
+
+
+def test_rewriting_a_baseline_keeps_the_reasons_written_in_it(tree, run_scan):
+    baseline = tree / "known.json"
+    run_scan(str(tree), "--write-baseline", str(baseline))
+    doc = json.loads(baseline.read_text())
+    doc["findings"][0]["reason"] = "tracked in #4242"
+    baseline.write_text(json.dumps(doc))
+    assert run_scan(str(tree), "--write-baseline", str(baseline))[0] == 0
+    assert [e.get("reason") for e in json.loads(baseline.read_text())["findings"]] == ["tracked in #4242"]
