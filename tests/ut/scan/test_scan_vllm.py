@@ -3,6 +3,8 @@ decode path of GPUModelRunner, with the right guards, and few others."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from vllm_syncgate.audit.budgets import load_budgets
@@ -118,3 +120,29 @@ def test_model_runner_v2_has_no_per_step_sync_and_a_mutant_is_caught(vllm_worker
         ("GPUModelRunner.postprocess_sampled", "Tensor.tolist")
     }
     assert "GPUModelRunner.sample_tokens" in {f.entry for f in result.failing}
+
+
+def test_v1_sampler_forward_is_reached_without_naming_its_package(vllm_worker_dir, tmp_path):
+    """Only ``vllm/v1/worker`` is named: ``self.sampler(...)`` reaches V1's ``Sampler.forward``
+    through the runner's imports and nn.Module's ``__call__``, so a readback put there fails."""
+    v1 = vllm_worker_dir.parent
+    tree = tmp_path / "vllm"
+    for package in ("worker", "sample", "spec_decode"):
+        shutil.copytree(v1 / package, tree / "v1" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(v1 / "outputs.py", tree / "v1" / "outputs.py")
+    for init in (tree / "__init__.py", tree / "v1" / "__init__.py"):
+        init.write_text("")
+    sampler = tree / "v1" / "sample" / "sampler.py"
+    text = sampler.read_text()
+    anchor = "        predict_bonus_token: bool = False,\n"
+    anchor += "        logprobs_mode_override: LogprobsMode | None = None,\n"
+    anchor += "    ) -> SamplerOutput:\n"
+    assert text.count(anchor) == 1  # forward's signature
+    sampler.write_text(text.replace(anchor, anchor + "        _ = logits.max().item()\n"))
+    result = scan([str(tree / "v1" / "worker")], entries=["GPUModelRunner.execute_model",
+                                                          "GPUModelRunner.sample_tokens"])
+    forward = [f for f in result.failing if f.qualname == "Sampler.forward"]
+    assert forward
+    assert forward[0].symbol == "vllm.v1.sample.sampler:Sampler.forward"
+    assert forward[0].path[-2:] == ("GPUModelRunner._sample", "Sampler.forward")
