@@ -1,6 +1,7 @@
-"""Every install and run line in README.md and docs/*.md works when pasted (issue 23).
+"""Every install and run line in README.md, docs/*.md and the workflows works when pasted (issue 23).
 
-The lines are those of fenced code blocks (a YAML ``run:`` step included) that start with pip
+The lines are those of fenced code blocks (a YAML ``run:`` step included), and of the workflow
+files (``.github/workflows``, ``ci/github``: read whole, as one block), that start with pip
 (``pip``, ``python -m pip``) or syncgate (``syncgate``, ``vllm-syncgate``, ``python -m
 vllm_syncgate``). An install line must name only this project (``vllm-syncgate``, with extras)
 and is run in a throwaway venv against the built wheel with ``--no-index --find-links``; a local
@@ -25,6 +26,7 @@ from packaging_venvs import REPO, new_venv, pip, run
 from vllm_syncgate.cli import build_parser
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+WORKFLOWS = [*sorted((REPO / ".github" / "workflows").glob("*.yml")), *sorted((REPO / "ci" / "github").glob("*.yml"))]
 FENCE = re.compile(r"^\s*(```|~~~)")
 PIP = re.compile(r"^(\S*/)?(pip3?|python3?(\.\d+)? -m pip) install\b")
 SYNCGATE = re.compile(r"^(\S*/)?(syncgate|vllm-syncgate|python3?(\.\d+)? -m vllm_syncgate)\b")
@@ -116,8 +118,13 @@ def parse_problem(command: str) -> str | None:
 
 
 def all_commands() -> list[tuple[str, str]]:
-    return [(f"{doc.relative_to(REPO)}:{number}", command)
-            for doc in DOCS for number, command in doc_commands(doc.read_text(encoding="utf-8"))]
+    found = [(f"{doc.relative_to(REPO)}:{number}", command)
+             for doc in DOCS for number, command in doc_commands(doc.read_text(encoding="utf-8"))]
+    for workflow in WORKFLOWS:
+        block = "```\n" + workflow.read_text(encoding="utf-8") + "\n```\n"
+        found += [(f"{workflow.relative_to(REPO)}:{number - 1}", command)
+                  for number, command in doc_commands(block)]
+    return found
 
 
 def test_the_docs_have_install_and_run_lines_and_every_install_names_this_project():
