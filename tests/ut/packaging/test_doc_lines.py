@@ -23,6 +23,7 @@ import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging_venvs import REPO, new_venv, pip, run
 
+from vllm_syncgate import __version__
 from vllm_syncgate.cli import build_parser
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -179,3 +180,15 @@ def test_the_pre_commit_rev_is_a_commit_with_the_hook():
     assert hooks.returncode == 0, f"rev {rev}: {hooks.stderr.strip()}"
     assert "- id: syncgate-scan" in hooks.stdout
     assert "entry: vllm-syncgate scan" in hooks.stdout
+
+
+def changelog_version(text: str) -> str | None:
+    """The version in the newest ``## ... (VERSION)`` heading of a changelog."""
+    heading = re.search(r"^## .*\((\d+\.\d+\.\d+[^)\s]*)\)\s*$", text, re.M)
+    return heading.group(1) if heading else None
+
+
+def test_the_changelog_heads_with_the_one_version():
+    """CHANGELOG.md's newest entry is the version the build, -V and reports use."""
+    assert changelog_version((REPO / "CHANGELOG.md").read_text()) == __version__
+    assert changelog_version("# Changelog\n\n## Unreleased (9.9.9)\n\n## 0.1.0 (0.1.0)\n") == "9.9.9"
