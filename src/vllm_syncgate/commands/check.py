@@ -63,7 +63,7 @@ HELP = ("run every level that can run here (scan, unit, serve) on a vLLM or vllm
 
 EXAMPLES = """
   syncgate check                                   # cpu profile, embedded model, every level
-  syncgate check --levels scan,unit --source ~/vllm  # your branch, no server, any machine
+  syncgate check --levels scan,unit --source ~/vllm --trust-source  # your branch, no server
   syncgate check --device npu --rehearse           # the NPU profile rehearsed on this CPU stack
   syncgate check --profile my.toml --model DIR --report-dir out/
   syncgate check --groups v1,v1-async --report-dir out/a   # one CI matrix job's share
