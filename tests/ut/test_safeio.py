@@ -8,7 +8,14 @@ import os
 import pytest
 
 from vllm_syncgate.errors import ConfigError
-from vllm_syncgate.safeio import NotRegularFile, TooLarge, json_loads, open_regular, read_regular
+from vllm_syncgate.safeio import (
+    NotRegularFile,
+    TooLarge,
+    append_regular,
+    json_loads,
+    open_regular,
+    read_regular,
+)
 from vllm_syncgate.tomlfile import read_toml
 
 
@@ -60,3 +67,24 @@ def _write(tmp_path, text):
     path = tmp_path / "ok.toml"
     path.write_text(text)
     return path
+
+
+def test_append_regular_appends_and_refuses_what_would_block(tmp_path):
+    target = tmp_path / "summary.md"
+    append_regular(target, b"a\n")
+    append_regular(target, b"b\n")
+    assert target.read_bytes() == b"a\nb\n"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile):
+        append_regular(fifo, b"x")  # no reader: refused at once, not ENXIO's wording
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(NotRegularFile):
+            append_regular(fifo, b"x")  # a reader does not make it a file
+    finally:
+        os.close(reader)
+    with pytest.raises(NotRegularFile):
+        append_regular("/dev/null", b"x")
+    with pytest.raises(IsADirectoryError):
+        append_regular(tmp_path, b"x")
