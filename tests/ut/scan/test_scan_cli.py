@@ -83,7 +83,7 @@ def test_budget_allow_list_turns_a_failure_into_allowed(scan_data, tmp_path, sca
     # an allow rule on the path also covers the readback of unknown residence
     assert {f["guard"] for f in report["findings"]} == GUARDS - {"none", "unknown_residence"}
     reasons = {f["reason"] for f in report["findings"] if f["guard"] == "allowed"}
-    assert reasons == {"fixture", "with gpu_sync_allowed()"}
+    assert reasons == {"fixture"}  # a gpu_sync_allowed() region is no pass by itself (issue 20)
 
 
 def test_speculative_budget_allow_rules_do_not_apply(scan_data, tmp_path, scan_json):
