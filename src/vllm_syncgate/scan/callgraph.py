@@ -24,7 +24,15 @@ from vllm_syncgate.errors import ScanError
 from vllm_syncgate.scan.cache import ScanCache, fingerprint
 from vllm_syncgate.scan.config import ScanConfig, load_config
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator
-from vllm_syncgate.scan.rules import Assignment, Call, FunctionFacts, FunctionWalker, Site, strongest
+from vllm_syncgate.scan.rules import (
+    Assignment,
+    Call,
+    FunctionFacts,
+    FunctionWalker,
+    Site,
+    explain,
+    strongest,
+)
 from vllm_syncgate.scan.sources import (
     ClassInfo,
     FileBudget,
@@ -65,6 +73,7 @@ class Finding:
     conditions: tuple[str, ...] = ()
     reason: str = ""
     entry_symbol: str = ""  # module:Class.method: V1 and V2 runners share a class name
+    why: str = ""  # why this kind of site blocks the host (rules.explain)
 
     @property
     def gates(self) -> bool:
@@ -87,6 +96,7 @@ class Finding:
             "conditions": list(self.conditions),
             "reason": self.reason,
             "entry_symbol": self.entry_symbol,
+            "why": self.why,
         }
 
 
@@ -594,6 +604,7 @@ class _Analysis:
             conditions=tuple(conditions),
             reason=reason,
             entry_symbol=f"{runner.symbol}.{entry.name}",
+            why=explain(site.api),
         )
 
 

@@ -156,3 +156,14 @@ def test_a_broken_rule_family_fails_the_fixture(why, expected_sites, monkeypatch
     assert reported != expected
     missing = {line for _name, line, _kind, _guard in expected - reported}
     assert lines <= missing
+
+
+def test_every_finding_says_why_it_blocks_citing_the_measurements(why):
+    result = scan([_worker(why)], entries=ENTRY)
+    for finding in result.findings:
+        assert "gpu-physics.md §" in finding.why, (finding.api, finding.why)
+    by_api = {f.api: f.why for f in result.findings}
+    assert "depends on device values" in by_api["torch.unique"]
+    assert "depends on device values" in by_api["Tensor.__getitem__(bool mask)"]
+    assert "pageable" in by_api["Tensor.copy_ from a strided view"]
+    assert "non_blocking does not help" in by_api["Tensor.to(device) from pageable"]
