@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.budgets import BudgetSet
-from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, is_installed_tree
+from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, git_commit, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
 from vllm_syncgate.errors import ConfigError, ScanError, UsageError
@@ -294,6 +294,19 @@ def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: b
             "to allow it, or --levels scan (reads it only)")
 
 
+def _named(result: LevelResult, sources: Sequence[RunnerSource]) -> LevelResult:
+    """The scan level names what it read, as the unit and serve levels name what they ran: the
+    first tree (with its git commit), else the installed package."""
+    source = next((s for s in sources if not s.installed), sources[0])
+    tree = None if source.installed else source.root
+    code = CodeUnderTest(source.package, tree, None if tree is None else git_commit(tree), None,
+                         source.root / source.package if tree is None else None)
+    result.code = code.to_json()
+    commit = f" (commit {code.commit[:12]})" if code.commit else " (no git commit)"
+    result.notes.insert(0, f"read: {'tree ' + str(tree) + commit if tree else code.describe()}")
+    return result
+
+
 def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], device: str,
                      budgets: BudgetSet, say: Callable[[str], None],
                      code: CodeUnderTest | None = None) -> list[LevelResult]:
@@ -304,7 +317,7 @@ def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], d
     if "scan" in selected:
         if sources:
             say("scan: " + "; ".join(s.describe() for s in sources))
-            results.append(run_scan(sources))
+            results.append(_named(run_scan(sources), sources))
         else:
             results.append(skipped("scan", "skipped: no --source and no vLLM or vllm-ascend "
                                            "installed here"))

@@ -1,6 +1,7 @@
 """Which code the unit and serve levels run: a tree over the installed build's compiled parts."""
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -161,3 +162,15 @@ def test_check_refuses_an_untrusted_tree_in_one_line(data_dir, tmp_path):
         f"syncgate check: error: --source {tree.resolve()}: the unit level runs the tree's own code; pass "
         "--trust-source to allow it, or --levels scan (reads it only)"]
     assert not (tmp_path / "r").exists()  # refused before anything ran
+
+
+def test_the_scan_level_names_the_tree_and_commit_it_read(data_dir, tmp_path):
+    from vllm_syncgate.check.levels import run_before_serve
+
+    root = tmp_path / "tree"
+    shutil.copytree(data_dir / "check" / "vllm_tree", root)
+    _write(root / ".git", {"HEAD": f"{SHA}\n"})
+    [scan] = run_before_serve(("scan",), [detect_source(root)], "cpu", None, lambda line: None)
+    assert scan.code["tree"] == str(root)
+    assert scan.code["commit"] == SHA
+    assert scan.notes[0] == f"read: tree {root} (commit {SHA[:12]})"
