@@ -55,6 +55,9 @@ def wheelhouse(wheel: Path) -> Path:
         (part / ".complete").touch()
         shutil.rmtree(house, ignore_errors=True)
         part.rename(house)
+        for stale in house.parent.glob("wheelhouse-*"):
+            if stale != house:  # the wheels of an older pyproject/constraints (about 900 MB each)
+                shutil.rmtree(stale, ignore_errors=True)
     return house
 
 
