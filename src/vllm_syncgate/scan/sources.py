@@ -374,6 +374,9 @@ def _follow_imports(
                 seen.add(real)
                 found = _parse(file, _display(file, cwd), index, budget)
                 if found is not None:
+                    # the name it was imported by, whatever __init__.py files the tree lacks
+                    found.name = name
+                    _read_imports(found)
                     found.followed = True
                     index.modules.append(found)
                     index.lines += len(found.lines)

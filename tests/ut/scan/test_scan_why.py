@@ -167,3 +167,15 @@ def test_every_finding_says_why_it_blocks_citing_the_measurements(why):
     assert "depends on device values" in by_api["Tensor.__getitem__(bool mask)"]
     assert "pageable" in by_api["Tensor.copy_ from a strided view"]
     assert "non_blocking does not help" in by_api["Tensor.to(device) from pageable"]
+
+
+def test_followed_modules_keep_the_name_they_are_imported_by(why, tmp_path):
+    """A tree extracted without its package markers: allow rules written for the full module
+    names still match the sampler found through the imports."""
+    tree = tmp_path / "why"
+    shutil.copytree(why, tree)
+    for marker in ("whypkg/__init__.py", "whypkg/sample/__init__.py"):
+        (tree / marker).unlink()
+    result = scan([_worker(tree)], entries=ENTRY)
+    forward = next(f for f in result.findings if f.qualname == "Sampler.forward")
+    assert forward.symbol == "whypkg.sample.sampler:Sampler.forward"
