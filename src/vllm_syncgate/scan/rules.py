@@ -77,8 +77,8 @@ _GP = "../shared/reference/gpu-physics.md"
 _WHY = (
     ("bool mask", f"the result's size depends on device values, so the host reads them first "
                   f"({_GP} §1: x[x > 3] 8.10 ms behind an 8 ms kernel)"),
-    ("from a strided view", "a strided view is no single DMA: torch gathers it into a pageable "
-                            f"temporary first, and pageable copies block ({_GP} §3)"),
+    ("strided view", "a strided view is no single DMA: torch stages it through a pageable "
+                     f"temporary, and pageable copies block ({_GP} §3)"),
     ("dtype change", "the conversion is made in a pageable temporary on the host first, so the "
                      f"pinned buffer does not help ({_GP} §3: pageable copies block)"),
     ("torch.tensor", "a pageable host tensor is built, then copied: the host waits for the "
@@ -439,8 +439,14 @@ class FunctionWalker:
         if to_host and source_place is Place.DEVICE:
             if not non_blocking:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_", stack)
-            elif values.pin(target) is Pin.PAGEABLE or not values.contiguous(target) or converts:
+            elif converts:
+                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(device, dtype change)",
+                           stack)
+            elif values.pin(target) is Pin.PAGEABLE:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(non_blocking, pageable)",
+                           stack)
+            elif not values.contiguous(target):
+                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_ into a strided view",
                            stack)
         elif target_place is Place.DEVICE and source_place is Place.HOST:
             if converts:

@@ -77,6 +77,7 @@ class WhyModelRunner:
         logits = self.model.compute_logits(hidden)
         sampler_output = self.sampler(logits)
         self._bookkeeping(sampler_output, n)
+        self._copy_out(n)
         if self.speculative_config:
             drafts = self.drafter.propose(sampler_output.sampled_token_ids)
             self.rejection_sampler(drafts, sampler_output.sampled_token_ids)
@@ -106,3 +107,9 @@ class WhyModelRunner:
         self.transfer_event.record()
         self.transfer_event.synchronize()  # expect: event_sync none
         return pinned.tolist()
+
+    def _copy_out(self, n: int) -> None:
+        """Device-to-host copies that look asynchronous and are not."""
+        self.positions_pinned[:n].copy_(self.positions_gpu[:n], non_blocking=True)  # expect: blocking_copy none
+        self.block_table_pinned[:, :n].copy_(self.block_table_gpu[:, :n], non_blocking=True)  # expect: blocking_copy none
+        self.sampled_pinned[:n].copy_(self.positions_gpu[:n], non_blocking=True)
