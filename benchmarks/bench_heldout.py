@@ -82,7 +82,7 @@ def main() -> int:
 def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tp = sum(r["outcome"] == "tp" for r in rows)
     fn = sum(r["outcome"] == "fn" for r in rows)
-    fp = sum(r["outcome"] == "fp" for r in rows)
+    fp = sum(r.get("fp_sites", 1) for r in rows if r["outcome"] == "fp")  # a release: per site
     return {"tp": tp, "fp": fp, "fn": fn, "recall": ratio(tp, tp + fn), "precision": ratio(tp, tp + fp)}
 
 
