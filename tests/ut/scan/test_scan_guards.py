@@ -8,7 +8,7 @@ import pytest
 
 from vllm_syncgate.errors import ConfigError
 from vllm_syncgate.scan.config import load_config, parse_config
-from vllm_syncgate.scan.guards import Guard, GuardEvaluator
+from vllm_syncgate.scan.guards import Guard, GuardEvaluator, installed_opt_ins
 from vllm_syncgate.scan.values import Facts, Pin, Place, ValueModel
 
 CONFIG = load_config()
@@ -145,3 +145,23 @@ def test_config_rejects_unknown_keys_and_bad_values():
         parse_config({**good, "values": {"host": "x_cpu", "device": []}}, "x.toml")
     with pytest.raises(ConfigError, match="guards: missing table"):
         parse_config({k: v for k, v in good.items() if k != "guards"}, "x.toml")
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # a host-only branch is never the accelerator's step
+        ("all_token_ids.device.type == 'cpu'", (False, "opt_in")),
+        ("all_token_ids.device.type != 'cpu'", (True, "opt_in")),
+        ("x.device.type == 'cuda'", (None, None)),
+        # switches the installed vLLM's config defaults to off (no name list mentions them)
+        ("self.model_config.enable_return_routed_experts", (False, "opt_in")),
+        ("self.vllm_config.watermark_config is None", (True, "opt_in")),
+        ("not self.model_config.enforce_eager", (True, "opt_in")),
+        ("enable_return_routed_experts", (None, None)),  # a bare local is not the config field
+    ],
+)
+def test_structural_guards(expression, expected):
+    if expected[1] == "opt_in" and "config" in expression and not installed_opt_ins():
+        pytest.skip("vllm is not installed")
+    assert truth(expression) == expected
