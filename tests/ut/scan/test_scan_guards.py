@@ -165,3 +165,41 @@ def test_structural_guards(expression, expected):
     if expected[1] == "opt_in" and "config" in expression and not installed_opt_ins():
         pytest.skip("vllm is not installed")
     assert truth(expression) == expected
+
+
+def test_dataflow_wins_over_names():
+    found = places(
+        "def f(self, logits, ids_cpu: torch.Tensor, counts_cpu):\n"
+        "    token_ids_cpu = self.input_ids.gpu[:4]\n"
+        "    probe_staged_device = token_ids_cpu\n"
+        "    probe_host_half = self.input_ids.cpu[:4]\n"
+        "    probe_np_half = self.input_ids.np[:4]\n"
+        "    probe_cat = torch.cat([self.input_ids.gpu[:2], probe_host_half])\n"
+        "    probe_gathered = tensor_model_parallel_all_gather(self.input_ids.gpu)\n"
+        "    probe_like = torch.empty_like(self.input_ids.gpu)\n"
+        "    probe_named_param = ids_cpu\n"  # the name beats a bare torch.Tensor annotation
+        "    probe_unknown_param = logits\n"
+        "    probe_field = self.model(ids_cpu).hidden_states\n"
+    )
+    assert found == {
+        "probe_staged_device": Place.DEVICE,
+        "probe_host_half": Place.HOST,
+        "probe_np_half": Place.HOST,
+        "probe_cat": Place.DEVICE,
+        "probe_gathered": Place.DEVICE,
+        "probe_like": Place.DEVICE,
+        "probe_named_param": Place.HOST,
+        "probe_unknown_param": Place.UNKNOWN,
+        "probe_field": Place.DEVICE,
+    }
+
+
+def test_record_fields_annotated_as_host_data_stay_on_the_host():
+    found = places(
+        "def f(self):\n"
+        "    out = self.model()\n"
+        "    probe_req_ids = out.req_ids\n"
+        "    probe_logits = out.logits\n",
+        Facts(annotated={"req_ids": Place.HOST}),
+    )
+    assert found == {"probe_req_ids": Place.HOST, "probe_logits": Place.DEVICE}
