@@ -1,7 +1,7 @@
 """A content-hash cache of scan results, like ruff's: an unchanged tree is not parsed again.
 
-The key is everything a result depends on besides the files: syncgate's version, the scan's
-patterns, the allow rules of the budget, the entries, the file budget, the operator table and
+The key is everything a result depends on besides the files: syncgate's version and a digest
+of the scan engine's own files, the scan's patterns, the allow rules of the budget, the entries, the file budget, the operator table and
 the installed vLLM's opt-in switches. Under it sit the scanned files' hashes (every file named or
 found under the paths, and every module followed from their imports): a result is reused only
 when the same files still have the same bytes. The cache lives in the self-ignoring
@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,22 @@ def fingerprint(
     names, sized_by = syncing_ops()
     parts = [
         # the working directory too: findings show paths relative to it
-        _FORMAT, __version__, os.getcwd(), [str(Path(p).resolve()) for p in paths], list(entries),
+        _FORMAT, __version__, _engine(), os.getcwd(), [str(Path(p).resolve()) for p in paths], list(entries),
         [repr(rule) for rule in allow], sorted(patterns.items()), asdict(budget),
         sorted(names), sorted(sized_by.items()), sorted(installed_opt_ins()),
     ]
     return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=16).hexdigest()
+
+
+@cache
+def _engine() -> str:
+    """A digest of the scan's own code and data: a development tree whose version string did
+    not change still gets fresh results after an edit of the engine."""
+    here = Path(__file__).parent
+    digest = hashlib.blake2b(digest_size=16)
+    for file in sorted([*here.glob("*.py"), *here.glob("*.toml")]):
+        digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
 
 
 def _digest(path: Path, limit: int) -> str | None:
