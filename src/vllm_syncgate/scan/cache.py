@@ -1,13 +1,13 @@
 """A content-hash cache of scan results, like ruff's: an unchanged tree is not parsed again.
 
 The key is everything a result depends on besides the files: syncgate's version and a digest
-of the scan engine's own files, the scan's patterns, the allow rules of the budget, the entries, the file budget, the operator table and
-the installed vLLM's opt-in switches. Under it sit the scanned files' hashes (every file named or
-found under the paths, and every module followed from their imports): a result is reused only
-when the same files still have the same bytes. The cache lives in the self-ignoring
-``.syncgate_cache`` folder (under ``$SYNCGATE_CACHE_DIR`` when that is set);
-``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or
-written is no error: the scan runs as if there were none.
+of the scan engine's own files, the scan's patterns, the allow rules of the budget, the entries,
+the file budget, the operator table and the installed vLLM's opt-in switches. Under it sit the
+scanned files' hashes (every file named or found under the paths, and every module followed
+from their imports): a result is reused only when the same files still have the same bytes. The
+cache lives in the self-ignoring ``.syncgate_cache`` folder (under ``$SYNCGATE_CACHE_DIR`` when
+that is set); ``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or written is
+no error: the scan runs as if there were none.
 """
 
 from __future__ import annotations

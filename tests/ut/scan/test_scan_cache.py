@@ -106,3 +106,12 @@ def test_a_fifo_in_the_tree_is_hashed_as_unreadable_not_waited_on(tree, tmp_path
     assert again == first
     assert len(scans) == 1
     assert [p.reason for p in again.problems] == ["cannot be read (not a regular file)"]
+
+
+def test_an_edited_engine_scans_again(tree, tmp_path, monkeypatch):
+    """Same version string, other engine code (a development tree): not the old result."""
+    scans = _no_parse(monkeypatch)
+    scan([_worker(tree)], entries=ENTRY, cache_dir=tmp_path / "c")
+    monkeypatch.setattr(scan_cache, "_engine", lambda: "edited")
+    scan([_worker(tree)], entries=ENTRY, cache_dir=tmp_path / "c")
+    assert len(scans) == 2
