@@ -254,6 +254,19 @@ def serve_blocker(device: str) -> str | None:
     return None if problem is None else f"skipped: no {device.upper()} here: {problem}"
 
 
+def serve_problem(sources: Sequence[RunnerSource], code: CodeUnderTest | None) -> str | None:
+    """Why the serve level cannot serve the code asked for (an error, exit 2), or None: a vLLM
+    tree that cannot run over the installed build, or a vllm-ascend tree that is not the
+    installed one (the overlay covers vLLM trees; serving would judge the installed package)."""
+    if code is not None and code.problem is not None:
+        return code.problem
+    tree = next((s for s in sources if s.kind == ASCEND and not is_installed_tree(s)), None)
+    if tree is not None:
+        return (f"the serve level serves the installed vllm-ascend, not {tree.root}; install the "
+                "tree (pip install -e) to serve it, or --levels scan,unit")
+    return None
+
+
 def serve_missing(levels: DeviceLevels) -> str | None:
     """Why the profile's serving stack cannot run here (one line), or None when it can."""
     missing = []

@@ -32,6 +32,7 @@ from vllm_syncgate.check.levels import (
     resolve_sources,
     run_before_serve,
     serve_blocker,
+    serve_problem,
     skipped,
     stops_serve,
     untrusted,
@@ -182,8 +183,8 @@ def run(args: argparse.Namespace) -> int:
     if code is not None:
         say(f"code under test (unit, serve): {code.describe()}"
             + ("; trusted with --trust-source" if args.trust_source and code.tree else ""))
-    if code is not None and code.problem is not None and blocker is None:
-        blocker = code.problem
+    serve_error = serve_problem(sources, code) if blocker is None else None
+    blocker = blocker or serve_error
     with signals_as_interrupt():
         levels = _cached(cache, "scan") or run_before_serve(
             [lv for lv in selected if lv == "scan"], sources, plan.profile.device, plan.budgets,
@@ -203,9 +204,9 @@ def run(args: argparse.Namespace) -> int:
                 if "serve" in cache.hits and not stops_serve(levels, args.keep_going):
                     levels += _cached(cache, "serve")
                     result = cache.serve()
-                elif code is not None and code.problem is not None and blocker == code.problem:
-                    levels.append(_LevelResult("serve", ERROR, f"error: {blocker}",
-                                               code=code.to_json()))
+                elif serve_error is not None:
+                    levels.append(_LevelResult("serve", ERROR, f"error: {serve_error}",
+                                               code=code.to_json() if code else None))
                 elif blocker is not None:
                     levels.append(skipped("serve", blocker))
                 elif stops_serve(levels, args.keep_going):

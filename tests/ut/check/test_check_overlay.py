@@ -174,3 +174,20 @@ def test_the_scan_level_names_the_tree_and_commit_it_read(data_dir, tmp_path):
     assert scan.code["tree"] == str(root)
     assert scan.code["commit"] == SHA
     assert scan.notes[0] == f"read: tree {root} (commit {SHA[:12]})"
+
+
+def test_serving_a_tree_that_is_not_what_would_be_served_is_an_error(data_dir, tmp_path,
+                                                                     monkeypatch):
+    from vllm_syncgate.check.levels import serve_problem
+
+    ascend = detect_source(data_dir / "npu" / "after_fix")
+    assert serve_problem([ascend], None) == (
+        f"the serve level serves the installed vllm-ascend, not {ascend.root}; install the tree "
+        "(pip install -e) to serve it, or --levels scan,unit")
+    monkeypatch.setattr(overlay, "installed_package", lambda package: ascend.root / package)
+    assert serve_problem([ascend], None) is None  # the editable install is the tree
+    tree = detect_source(data_dir / "check" / "vllm_tree")
+    monkeypatch.setattr(overlay, "installed_package", lambda package: None)
+    code = code_under_test(tree, "vllm", tmp_path)
+    assert serve_problem([tree], code) == code.problem
+    assert code.problem.startswith("vllm is not installed here")
