@@ -14,8 +14,9 @@ The simulator must record a wait wherever a real device blocks the host. Three r
 
 An operator that takes its output size from an argument does not read the device: that is
 :func:`shape_given`. The static scan reads the same family from ``scan/syncing_ops.toml``, which
-:func:`scan_table` writes from these tags (a test keeps the two equal): one list, not two. Composite Python functions that call a tagged operator under another name
-(``torch.argwhere``) are not derived; they reach the simulator as ordinary device work.
+:func:`scan_table` writes from these tags (a test keeps the two equal): one list, not two.
+Composite Python functions that call a tagged operator under another name (``torch.argwhere``)
+are not derived; they reach the simulator as ordinary device work.
 """
 
 from __future__ import annotations
