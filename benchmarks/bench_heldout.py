@@ -154,7 +154,9 @@ def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
         location, _, function = where.partition(" ")
         file = location.rsplit(":", 1)[0]
         if not any(f == file and fn == function and c in code for f, fn, c in named):
-            rows.append(_row(commit, file, function, "", "", True, False, "", kind="unlabelled"))
+            row = _row(commit, file, function, "", "", True, False, "", kind="unlabelled")
+            row["code"] = code
+            rows.append(row)
     rows[0]["seconds"] = round(time.perf_counter() - started, 1)
     return rows
 
