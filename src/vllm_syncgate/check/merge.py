@@ -49,8 +49,9 @@ SCHEMA = "syncgate.check.fanout/1"
 #: the tokenizer files a divergence's text is decoded with (text files; copied when present)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.json", "merges.txt")
-#: worst first: the status a level takes when the fanned-out jobs disagree
-_RANK = {ERROR: 0, FAIL: 0, PASS: 1, SKIPPED: 2, NOT_RUN: 3}
+#: worst first: the status a level takes when the fanned-out jobs disagree (a serve level one
+#: job did not run cannot pass, whatever the others did)
+_RANK = {ERROR: 0, FAIL: 0, NOT_RUN: 1, SKIPPED: 2, PASS: 3}
 
 
 def select_groups(plan: Plan, names: str) -> Plan:

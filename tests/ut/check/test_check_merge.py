@@ -17,7 +17,7 @@ import pytest
 
 from vllm_syncgate.check import env_header, make_plan
 from vllm_syncgate.check.judge import judge
-from vllm_syncgate.check.levels import FAIL, PASS, LevelCase, LevelResult
+from vllm_syncgate.check.levels import FAIL, NOT_RUN, PASS, LevelCase, LevelResult
 from vllm_syncgate.check.levels_report import write_level_reports
 from vllm_syncgate.check.merge import FANOUT, merge, select_groups, write_fanout
 from vllm_syncgate.check.report import CheckResult
@@ -209,3 +209,21 @@ def test_groups_selects_in_profile_order_and_refuses_unknown_names(tmp_path):
         select_groups(plan, "baseline,nope")
     assert main(["check", "--groups", "nope", "--levels", "scan",
                  "--report-dir", str(tmp_path)]) == 2
+
+
+def test_a_share_whose_serve_level_did_not_run_cannot_pass(judge_kit, tmp_path, tokenizer_dir):
+    """One job's unit level failed, so it started no server: the merged serve level is not run
+    (not the other job's pass) and the gate fails."""
+    _, dirs = shares(judge_kit, tmp_path, tokenizer_dir, HF[(1, 2, 3)][:3])
+    plan = make_plan("cpu", None, None, None, str(dirs[1]), need_device=False)
+    part = select_groups(plan, "async-chunked-preempt,ngram")
+    unit = LevelResult("unit", FAIL, duration_s=2.0,
+                       cases=[LevelCase("probe", False, "a sync in the decode loop")])
+    levels = [levels_for(CheckResult({}, {}, {}, [], []))[0], unit,
+              LevelResult("serve", NOT_RUN, "not run: the unit level failed")]
+    write_level_reports(part.report_dir, levels, None, env_header(part))
+    write_fanout(part.report_dir, ARGS, plan.groups, part, None, None, None)
+    merged = merge(dirs, str(tmp_path / "merged"))
+    assert merged.result is None
+    status = {lv.name: lv.status for lv in merged.levels}
+    assert status == {"scan": PASS, "unit": FAIL, "serve": NOT_RUN}
