@@ -46,6 +46,7 @@ from vllm_syncgate.serve.scenarios import SCENARIOS, Generation, Outcome
 
 FANOUT = "fanout.json"
 SCHEMA = "syncgate.check.fanout/1"
+_KEYS = {"plan", "planned", "groups", "runs", "timings_s", "reference", "tokenizer"}
 #: the tokenizer files a divergence's text is decoded with (text files; copied when present)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.json", "merges.txt")
@@ -189,9 +190,13 @@ def _load(path: Path) -> _Share:
             raise ReportDirError(f"{path}: no {name}{hint}") from None
         except (OSError, ValueError) as exc:
             raise ReportDirError(f"{path / name}: not readable JSON ({exc})") from None
-    if docs[1].get("schema") != SCHEMA:
-        raise ReportDirError(f"{path / FANOUT}: schema {docs[1].get('schema')!r}, expected "
-                             f"{SCHEMA!r}")
+    if not isinstance(docs[1], dict) or docs[1].get("schema") != SCHEMA:
+        found = docs[1].get("schema") if isinstance(docs[1], dict) else type(docs[1]).__name__
+        raise ReportDirError(f"{path / FANOUT}: schema {found!r}, expected {SCHEMA!r}")
+    absent = sorted(_KEYS - set(docs[1]))
+    if absent or not isinstance(docs[0], dict) or "env" not in docs[0]:
+        raise ReportDirError(f"{path / FANOUT}: incomplete (no {', '.join(absent)})"
+                             if absent else f"{path / NAMES['json']}: not a check report")
     return _Share(path, docs[0], docs[1])
 
 

@@ -195,6 +195,11 @@ def test_bad_merges_are_one_line_and_exit_2(judge_kit, tmp_path, tokenizer_dir, 
     out = str(tmp_path / "merged")
     assert main(["check", "merge", str(dirs[0]), str(dirs[0]), "--report-dir", out]) == 2
     assert "group 'baseline' is also in" in capsys.readouterr().err
+    doc = json.loads((dirs[1] / FANOUT).read_text())
+    del doc["runs"]
+    (dirs[1] / FANOUT).write_text(json.dumps(doc))
+    assert main(["check", "merge", str(dirs[0]), str(dirs[1]), "--report-dir", out]) == 2
+    assert "fanout.json: incomplete (no runs)" in capsys.readouterr().err
     (dirs[1] / FANOUT).unlink()
     assert main(["check", "merge", str(dirs[0]), str(dirs[1]), "--report-dir", out]) == 2
     err = capsys.readouterr().err.strip()
