@@ -18,7 +18,7 @@ MARKER = "imported-from-cwd"
 
 def _check(args, cwd, report):
     done = subprocess.run([sys.executable, "-m", "vllm_syncgate", "check", "--report-dir",
-                           str(report), "--quiet", *args],
+                           str(report), "--quiet", "--no-cache", *args],
                           cwd=cwd, capture_output=True, text=True, timeout=900,
                           env=dict(os.environ))
     doc = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
