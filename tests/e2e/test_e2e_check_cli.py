@@ -23,7 +23,7 @@ def _check(args, tmp_path, **env):
     # the serve level only: these tests are about the server, and the scan and unit levels
     # before it (tests/ut/check, tests/ut/commands) would add a minute to each
     return subprocess.run(
-        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve",
+        [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve", "--no-cache",
          "--report-dir", str(tmp_path / "report"), *args],
         capture_output=True, text=True, timeout=900, env={**os.environ, **env},
     )
@@ -115,7 +115,8 @@ def test_invalid_server_flag_is_a_one_line_exit_2(tmp_path, no_leftovers, profil
 def test_interrupted_check_leaves_no_process(tmp_path, no_leftovers, syncgate_device, how):
     proc = subprocess.Popen(
         [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve", "--device",
-         syncgate_device, "--scenarios", "sequential", "--report-dir", str(tmp_path / "report")],
+         syncgate_device, "--scenarios", "sequential", "--no-cache",
+         "--report-dir", str(tmp_path / "report")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -18,7 +18,7 @@ def _report(tmp_path, name, *args):
     report_dir = tmp_path / name
     done = subprocess.run(
         [sys.executable, "-m", "vllm_syncgate.cli", "check", "--levels", "serve", "--quiet",
-         "--report-dir", str(report_dir), *args],
+         "--no-cache", "--report-dir", str(report_dir), *args],
         capture_output=True, text=True, timeout=900, env=dict(os.environ),
     )
     assert done.returncode == 0, done.stdout + done.stderr
