@@ -42,3 +42,30 @@ def test_reports_have_levels_and_one_suite_per_level(tmp_path):
     assert (root.get("tests"), root.get("failures")) == ("4", "1")
     failing = root.find("testsuite[@name='syncgate.unit']/testcase[failure]")
     assert (failing.get("file"), failing.get("line")) == ("/t/r.py", "12")
+
+
+def test_a_level_in_error_and_the_code_each_level_ran_reach_every_face(tmp_path):
+    code = {"package": "vllm", "tree": "/src/vllm-branch", "commit": "ab" * 20,
+            "overlay": "/cache/overlays/1", "installed": "/site/vllm"}
+    levels = [LevelResult("scan", PASS, cases=[LevelCase("R.execute_model", True, "ok")],
+                          code=code, cached_from="2026-12-01 11:00:00 UTC"),
+              LevelResult("unit", "error", "error: compiled code differs: the tree declares "
+                          "vllm 0.1.0", code=code)]
+    text = sections(levels, None)
+    assert "== scan: PASS (0.0 s; cached from 2026-12-01 11:00:00 UTC)" in text
+    assert "== unit: ERROR (error: compiled code differs: the tree declares vllm 0.1.0)" in text
+    assert summary(levels).startswith("scan PASS 0.0s, unit ERROR")
+    paths = write_level_reports(tmp_path, levels, None, {})
+    doc = json.loads(paths["json"].read_text())
+    assert doc["passed"] is False
+    assert doc["levels"]["unit"]["status"] == "error"
+    assert doc["levels"]["unit"]["code"] == code
+    assert doc["levels"]["scan"]["cached_from"] == "2026-12-01 11:00:00 UTC"
+    root = ET.parse(paths["junit"]).getroot()
+    unit = root.find("testsuite[@name='syncgate.unit']")
+    assert unit.get("errors") == "1"
+    assert unit.find("testcase/error").get("message").startswith("error: compiled code differs")
+    props = {p.get("name"): p.get("value") for p in unit.findall("properties/property")}
+    assert props == {"syncgate.code.tree": "/src/vllm-branch", "syncgate.code.commit": "ab" * 20,
+                     "syncgate.code.overlay": "/cache/overlays/1",
+                     "syncgate.code.installed": "/site/vllm"}

@@ -34,3 +34,26 @@ def test_every_reserved_abbreviation_is_really_one_in_vllms_parser():
     parser = make_arg_parser(FlexibleArgumentParser())
     args = parser.parse_args(["--hos", "0.0.0.0", "--por", "9999", "--api_k", "k"])
     assert (args.host, args.port, args.api_key) == ("0.0.0.0", 9999, ["k"])
+
+
+def test_the_server_never_has_the_working_directory_on_its_path(tmp_path):
+    from vllm_syncgate.serve.vllm import vllm_argv, vllm_server
+
+    argv = vllm_argv(tmp_path, 8000, [])
+    assert argv[1:4] == ["-P", "-m", "vllm_syncgate.serve.shim"]
+    server = vllm_server(tmp_path, [], env={"PYTHONSAFEPATH": "0"}, log_path=tmp_path / "l",
+                         name="x", port=8000)
+    assert server.env["PYTHONSAFEPATH"] == "1"  # inherited by the EngineCore and the worker
+
+
+def test_the_shim_refuses_a_vllm_from_anywhere_but_the_named_one(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-P", "-m", "vllm_syncgate.serve.shim", "--help"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "SYNCGATE_VLLM_DIR": str(tmp_path / "overlay/vllm")})
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(f"not from {tmp_path / 'overlay/vllm'}")
+    assert "syncgate: vllm was imported from " in done.stderr
