@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
+from vllm_syncgate.scan.sources import dotted
 from vllm_syncgate.scan.values import Facts, bindings, is_none
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
@@ -122,11 +123,12 @@ class GuardEvaluator:
         self._function: ast.AST | None = None
         self._flags: dict[str, ast.expr] = {}
         self._reading: set[str] = set()
+        self._scope: ast.AST | None = None
         self.opt_ins = installed_opt_ins()
 
     def bind_function(self, node: ast.AST) -> None:
         """Local flags (``needs_sync = a and not b``) are looked up on first use."""
-        self._function, self._flags = node, {}
+        self._function, self._flags, self._scope = node, {}, node
 
     def _flag(self, name: str) -> ast.expr | None:
         """The value of a local bound exactly once, so ``if needs_sync:`` reads through it."""
@@ -143,6 +145,18 @@ class GuardEvaluator:
                 self._function._syncgate_flags = found  # type: ignore[attr-defined]
             self._flags, self._function = found, None
         return self._flags.get(name)
+
+    def _memoized(self, name: str) -> bool:
+        """A local first read from a cache (``X_CACHE.get(key)``, ``self._cache.get(key)``): it
+        is None on the first use only, so what builds it then runs once, not per step."""
+        if self._scope is None:
+            return False
+        bound = [(line, value) for local, value, how, line in bindings(self._scope)  # type: ignore[arg-type]
+                 if local == name and how is None]
+        first = min(bound, key=lambda b: b[0])[1] if bound else None
+        if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute)):
+            return False
+        return first.func.attr == "get" and "cache" in dotted(first.func.value).lower()
 
     def evaluate(self, test: ast.expr) -> Truth:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -199,6 +213,9 @@ class GuardEvaluator:
         names = _chain(node)
         if not names:
             return UNKNOWN
+        if isinstance(node, ast.Name) and self._memoized(node.id):
+            # tables = _TABLE_CACHE.get(device); if tables is None: build once
+            return Truth(True, Guard.WARMUP)
         if isinstance(node, ast.Name) and not self._matches(node.id):
             flag = self._flag(node.id)
             if flag is not None and node.id not in self._reading:

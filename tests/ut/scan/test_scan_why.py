@@ -140,6 +140,9 @@ BROKEN = {
         lambda m: m.setattr(sources, "_follow_imports", _off), {15, 8, 10, 11}),
     "strided views of pinned buffers": (
         lambda m: m.setattr(values.ValueModel, "contiguous", lambda *a: True), {67, 114}),
+    # the cached table is built on every step once memoization is not recognised
+    "a local first read from a cache": (
+        lambda m: m.setattr(guards.GuardEvaluator, "_memoized", lambda *a: False), {29}),
     "gpu_sync_allowed() is no pass": (lambda m: m.setattr(rules, "Truth", _free_pass), {94, 108}),
     # the runner's pageable token_ids_cpu, unknown once HostScratch's pinned one is mixed in
     "allocation facts per class": (
