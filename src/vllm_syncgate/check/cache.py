@@ -52,6 +52,7 @@ class Cached:
     level: Any
     serve: Any
     created: float
+    png: bytes | None = None  # the serve level's plot as drawn then (matplotlib takes seconds)
 
     def when(self) -> str:
         return dt.datetime.fromtimestamp(self.created, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -157,9 +158,10 @@ class VerdictCache:
             return None
         return found if isinstance(found, Cached) else None
 
-    def put(self, key: str, level: Any, serve: Any = None) -> None:
+    def put(self, key: str, level: Any, serve: Any = None, png: bytes | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.root / f"{key}.pickle", pickle.dumps(Cached(level, serve, time.time())))
+        _atomic_write(self.root / f"{key}.pickle",
+                      pickle.dumps(Cached(level, serve, time.time(), png)))
 
     def save(self) -> None:
         self.digests.save()
@@ -237,13 +239,22 @@ class CheckCache:
         hit = self.hits.get("serve")
         return None if hit is None else hit.serve
 
-    def store(self, levels: Iterable[LevelResult], serve: Any) -> None:
-        """Keep every level that ran to a verdict now (not those answered from the cache)."""
+    def png(self) -> bytes | None:
+        hit = self.hits.get("serve")
+        return None if hit is None else hit.png
+
+    def store(self, levels: Iterable[LevelResult], serve: Any, png: Path | None = None) -> None:
+        """Keep every level that ran to a verdict now (not those answered from the cache);
+        the serve level with its result and the plot written at ``png``."""
         if self.cache is None:
             return
         for level in levels:
             if level.name in self.keys and level.cached_from is None and level.status in (PASS, FAIL):
-                self.cache.put(self.keys[level.name], level, serve if level.name == "serve" else None)
+                if level.name != "serve":
+                    self.cache.put(self.keys[level.name], level)
+                elif serve is not None:
+                    drawn = png.read_bytes() if png is not None and png.is_file() else None
+                    self.cache.put(self.keys[level.name], level, serve, drawn)
         self.cache.save()
 
 

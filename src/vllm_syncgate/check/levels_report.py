@@ -144,14 +144,16 @@ def _code_property(suite: ET.Element, level: LevelResult) -> None:
 
 
 def write_level_reports(report_dir: Path, levels: Sequence[LevelResult],
-                        serve: CheckResult | None, env: dict[str, Any]) -> dict[str, Path]:
-    """Write the report's files all or none; the paths written, by key."""
+                        serve: CheckResult | None, env: dict[str, Any],
+                        png: bytes | None = None) -> dict[str, Path]:
+    """Write the report's files all or none; the paths written, by key. ``png``: the serve
+    level's plot already drawn (a cached verdict's), else it is drawn from ``serve``."""
     files: dict[str, Any] = {
         NAMES["json"]: json.dumps(to_json_doc(levels, serve, env), indent=2) + "\n",
         NAMES["junit"]: junit_doc(levels, serve),
     }
     if serve is not None:
-        files[NAMES["png"]] = lambda p: plot(serve, p)
+        files[NAMES["png"]] = png if png is not None else lambda p: plot(serve, p)
     write_all(report_dir, files, create=False)  # the plan made it (and proved it writable)
     if serve is None:
         with contextlib.suppress(FileNotFoundError):

@@ -39,7 +39,7 @@ from vllm_syncgate.check.levels import (
     vllm_code,
 )
 from vllm_syncgate.check.levels import LevelResult as _LevelResult
-from vllm_syncgate.check.levels_report import markdown, sections, summary, write_level_reports
+from vllm_syncgate.check.levels_report import NAMES, markdown, sections, summary, write_level_reports
 from vllm_syncgate.check.merge import merge, plan_arguments, select_groups, write_fanout
 from vllm_syncgate.check.overlay import CodeUnderTest, drop_working_dir
 from vllm_syncgate.check.plan import left_out_by_quick
@@ -224,12 +224,13 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         result.timings = {**result.timings, **{f"level:{lv.name}": round(lv.duration_s, 2)
                                                for lv in levels}}
-    cache.store(levels, result)
     if args.groups is not None:
         write_fanout(plan.report_dir, plan_arguments(args), planned, plan, result,
                      None if serve is None else serve[0].reference.result(),
                      None if serve is None else serve[0].model.path)
-    return _conclude(plan, levels, result, env, args, started)
+    exit_code = _conclude(plan, levels, result, env, args, started, png=cache.png())
+    cache.store(levels, result, plan.report_dir / NAMES["png"])
+    return exit_code
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -244,9 +245,11 @@ def _cached(cache: CheckCache, name: str) -> list[_LevelResult]:
 
 
 def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None,
-              env: dict[str, Any], args: argparse.Namespace, started: float) -> int:
-    """The report files, the terminal sections and the verdict line: a run's or a merge's."""
-    paths = write_level_reports(plan.report_dir, levels, result, env)
+              env: dict[str, Any], args: argparse.Namespace, started: float,
+              png: bytes | None = None) -> int:
+    """The report files, the terminal sections and the verdict line: a run's or a merge's
+    (``png``: the plot as the verdict cache kept it, instead of drawing it again)."""
+    paths = write_level_reports(plan.report_dir, levels, result, env, png)
     print(terminal_block(sections(levels, result)))  # level reasons name files from the tree
     for line in failure_lines(result) if result is not None else ():
         print(f"FAIL {terminal(line)}")

@@ -129,3 +129,18 @@ def test_check_answers_an_unchanged_tree_from_the_cache_and_reruns_an_edited_one
     mutant = check()
     assert "cached" not in mutant.stdout + mutant.stderr  # the edit is a new key
     assert mutant.returncode == 1
+
+
+def test_a_cached_serve_level_keeps_its_result_and_plot(tmp_path):
+    store = VerdictCache(tmp_path / "c")
+    png = tmp_path / "syncs_per_step.png"
+    png.write_bytes(b"\x89PNG drawn once")
+    run = CheckCache(store, {"serve": "k"})
+    run.store([LevelResult("serve", PASS)], serve={"scenarios": ["sequential"]}, png=png)
+    again = CheckCache(store, {"serve": "k"})
+    assert again.serve() == {"scenarios": ["sequential"]}
+    assert again.png() == b"\x89PNG drawn once"
+    assert again.level("serve").status == PASS
+    empty = CheckCache(VerdictCache(tmp_path / "d"), {"serve": "k"})
+    empty.store([LevelResult("serve", PASS)], serve=None)  # a serve level without its result
+    assert CheckCache(VerdictCache(tmp_path / "d"), {"serve": "k"}).hits == {}
