@@ -15,7 +15,8 @@ def test_say_writes_whole_lines_and_escapes_control_characters():
     say("two\nlines")
     say("title \x1b]0;owned\x07 \udcff")
     text = out.getvalue()
-    assert "\r" not in text and "\x1b" not in text
+    assert "\r" not in text
+    assert "\x1b" not in text
     assert [line.split("] ", 1)[1] for line in text.splitlines()] == [
         "booting\\x0d 50%", "two\\x0alines", "title \\x1b]0;owned\\x07 \\xff"]
     assert text.endswith("\n")
