@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from _table import emit
+from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.corpus import (
     evaluate,
     in_source,
@@ -42,7 +43,6 @@ from vllm_syncgate.scan.corpus import (
 )
 from vllm_syncgate.scan.sweep import failing_sites, find, release_root
 from vllm_syncgate.tomlfile import read_toml
-from vllm_syncgate.upstream_sources import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests/data/scan/heldout/labels.toml"
@@ -98,7 +98,7 @@ def _in_sample() -> dict[str, Any]:
 
 
 def _tree(git: str, rev: str, extra: list[str]) -> Path:
-    dest = cache_dir() / "heldout" / f"{rev}-{len(TREE)}"
+    dest = user_cache_dir() / "heldout" / f"{rev}-{len(TREE)}"
     if dest.is_dir():
         return dest
     listed = subprocess.run(["git", "-C", git, "ls-tree", "--name-only", rev, *TREE, *extra],

@@ -44,7 +44,14 @@ _CACHE_FILES = {
                     "# This file is a cache directory tag created by syncgate.\n",
 }
 
-__all__ = ["Content", "current_umask", "follow_umask", "printable", "write_all"]
+__all__ = ["Content", "current_umask", "follow_umask", "printable", "user_cache_dir", "write_all"]
+
+
+def user_cache_dir() -> Path:
+    """``$SYNCGATE_CACHE_DIR``, else ``~/.cache/syncgate``: the user's own folder for models,
+    downloads, overlays and verdict/scan caches. Never inside a scanned tree, whose files
+    (a planted cache entry among them) are untrusted."""
+    return Path(os.environ.get("SYNCGATE_CACHE_DIR") or "~/.cache/syncgate").expanduser()
 
 
 def default_report_dir(command: str, base: Path | None = None) -> Path:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_syncgate.errors import EnvironmentProblem
+from vllm_syncgate.reportfiles import user_cache_dir
 
 # sha256 of each sdist syncgate knows; an unlisted version cannot be verified, so it is refused.
 ASCEND_SDIST_SHA256 = {
@@ -82,11 +83,6 @@ CORPUS_WHEELS = {
 }
 
 
-def cache_dir() -> Path:
-    """``$SYNCGATE_CACHE_DIR``, else ``~/.cache/syncgate``."""
-    return Path(os.environ.get("SYNCGATE_CACHE_DIR") or "~/.cache/syncgate").expanduser()
-
-
 def ascend_sdist(version: str = "0.23.0.post1") -> Path:
     """The extracted source root of the vllm-ascend ``version`` sdist (contains ``vllm_ascend/``).
 
@@ -99,7 +95,7 @@ def ascend_sdist(version: str = "0.23.0.post1") -> Path:
         raise EnvironmentProblem(
             f"vllm-ascend {version}: no pinned sha256 for this version (known: {known})"
         )
-    root = cache_dir() / "sdist"
+    root = user_cache_dir() / "sdist"
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -125,7 +121,7 @@ def wheel_sources(dist: str, version: str) -> Path:
     if wheel is None:
         known = ", ".join(f"{d}=={v}" for d, v in sorted(CORPUS_WHEELS))
         raise EnvironmentProblem(f"{dist} {version}: not a pinned corpus wheel (known: {known})")
-    root = cache_dir() / "corpus"
+    root = user_cache_dir() / "corpus"
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -23,7 +23,7 @@ from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, git_comm
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
 from vllm_syncgate.errors import ConfigError, ScanError, UsageError
-from vllm_syncgate.models.recipe import cache_root
+from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
 from vllm_syncgate.scan.report import site_message, to_json
 from vllm_syncgate.scan.terminal import Counts, sites
@@ -291,7 +291,7 @@ def vllm_code(sources: Sequence[RunnerSource] | None, build: bool = True) -> Cod
     """The vLLM the unit and serve levels run: a ``--source`` vLLM tree (over the installed
     build), else the installed one."""
     tree = next((s for s in sources or () if s.kind == VLLM and not s.installed), None)
-    return code_under_test(tree, VLLM, cache_root(), build)
+    return code_under_test(tree, VLLM, user_cache_dir(), build)
 
 
 def untrusted(sources: Sequence[RunnerSource], selected: Sequence[str], trust: bool) -> str | None:

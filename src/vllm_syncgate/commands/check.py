@@ -51,10 +51,9 @@ from vllm_syncgate.environment import format_header, require_importable
 from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, ServerError, UsageError
 from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
-from vllm_syncgate.models.recipe import cache_root
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from vllm_syncgate.progress import make_say, ticking
-from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir
+from vllm_syncgate.reportfiles import CACHE_DIR, default_report_dir, user_cache_dir
 from vllm_syncgate.serve.scenarios import SCENARIOS
 
 T = TypeVar("T")
@@ -172,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             "its verdict is not a device verdict")
     blocker = serve_blocker(plan.stack) if "serve" in selected else None
     code = vllm_code(sources, build=False) if {"unit", "serve"} & set(selected) else None
-    cache = open_cache(None if args.no_cache or args.groups else cache_root() / "verdicts",
+    cache = open_cache(None if args.no_cache or args.groups else user_cache_dir() / "verdicts",
                        selected, sources, code, plan, _options(args), env)
     if {"unit", "serve"} & set(selected) - set(cache.hits):
         require_importable(("torch", "vllm"))  # a broken stack: exit 2 naming the package

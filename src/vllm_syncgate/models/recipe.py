@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.errors import ConfigError
+from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 ARCHES = ("llama", "qwen2")
@@ -109,11 +109,5 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def cache_root() -> Path:
-    """``$SYNCGATE_CACHE_DIR`` or ``~/.cache/syncgate``: shared with the sdist downloads."""
-    env = os.environ.get("SYNCGATE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "syncgate"
-
-
 def cached_model_dir(recipe: Recipe) -> Path:
-    return cache_root() / "models" / recipe.digest()
+    return user_cache_dir() / "models" / recipe.digest()

@@ -5,8 +5,8 @@ of the scan engine's own files, the scan's patterns, the allow rules of the budg
 the file budget, the operator table and the installed vLLM's opt-in switches. Under it sit the
 scanned files' hashes (every file named or found under the paths, and every module followed
 from their imports): a result is reused only when the same files still have the same bytes. The
-cache lives in the self-ignoring ``.syncgate_cache`` folder (under ``$SYNCGATE_CACHE_DIR`` when
-that is set); ``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or written is
+cache lives in the user's cache folder (``$SYNCGATE_CACHE_DIR``, else ``~/.cache/syncgate``),
+never in the tree being scanned; ``SYNCGATE_NO_CACHE=1`` turns it off. A cache that cannot be read or written is
 no error: the scan runs as if there were none.
 """
 
@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_syncgate import __version__
-from vllm_syncgate.errors import ReportDirError
-from vllm_syncgate.reportfiles import default_report_dir
+from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.safeio import read_regular
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.guards import installed_opt_ins
@@ -35,18 +34,12 @@ _FORMAT = 1
 
 
 def scan_cache_dir() -> Path | None:
-    """``$SYNCGATE_CACHE_DIR/scan`` when set (syncgate's shared cache: nothing is written where
-    the scan runs), else ``.syncgate_cache/scan`` in the working directory; None when turned off
-    or not writable."""
+    """``scan`` in the user's cache folder (``$SYNCGATE_CACHE_DIR`` or ``~/.cache/syncgate``);
+    None when turned off. Never the working directory: a pull request could commit a planted
+    entry there that reports its own sync-bearing files as clean."""
     if os.environ.get("SYNCGATE_NO_CACHE"):
         return None
-    shared = os.environ.get("SYNCGATE_CACHE_DIR")
-    if shared:
-        return Path(shared).expanduser() / "scan"
-    try:
-        return default_report_dir("scan")
-    except ReportDirError:
-        return None
+    return user_cache_dir() / "scan"
 
 
 def fingerprint(

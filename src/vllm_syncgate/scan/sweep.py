@@ -19,9 +19,9 @@ from pathlib import Path
 
 from vllm_syncgate.errors import ConfigError, EnvironmentProblem
 from vllm_syncgate.release_files import ReleaseFile, fetch_members, project_files, tree_digest
+from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.corpus import Label, relative_to, scan_tree
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
-from vllm_syncgate.upstream_sources import cache_dir
 
 SWEEP_LABELS = ("real", "false_alarm")
 _RELEASE_KEYS = ("source", "file", "digest", "paths", "base", "profile", "failing", "heldout",
@@ -129,7 +129,7 @@ def release_root(item: ReleaseFile) -> Path:
     spec = PROJECTS[item.project]
     kept = hashlib.sha256("\0".join(spec.keep).encode()).hexdigest()[:8]  # what is kept changes
     return fetch_members(item, spec.keep,
-                         cache_dir() / "sweep" / f"{item.project}-{item.version}-{kept}")
+                         user_cache_dir() / "sweep" / f"{item.project}-{item.version}-{kept}")
 
 
 def find(project: str, version: str, filename: str = "") -> ReleaseFile:

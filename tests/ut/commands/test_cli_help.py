@@ -84,7 +84,7 @@ def test_defaults_are_shown_where_the_issue_found_them_hidden():
     scan = _option_blocks(syncgate("scan", "--help").stdout)
     assert "(default: text)" in scan["--format"]
     repro = _option_blocks(syncgate("repro", "--help").stdout)
-    for flag, value in (("--confidence", "0.95"), ("--interval", "wilson"), ("--broken-after", "10"),
+    for flag, value in (("--confidence", "0.95"), ("--interval", "exact"), ("--broken-after", "14"),
                         ("--replay-runs", "3"), ("--timeout", "no limit")):
         assert f"default: {value}" in repro[flag], flag
 

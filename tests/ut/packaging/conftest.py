@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from packaging_venvs import CONSTRAINTS, OTHER_SYNCGATE, REPO, STACK_NAMES, UNLOADABLE, new_venv, pins, pip, run
 
-from vllm_syncgate.upstream_sources import cache_dir
+from vllm_syncgate.reportfiles import user_cache_dir
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +42,7 @@ def wheelhouse(wheel: Path) -> Path:
     """Wheels of every dependency of the wheel and the pinned stack; downloaded once."""
     key = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + CONSTRAINTS.read_bytes()
                          ).hexdigest()[:16]
-    house = cache_dir() / f"wheelhouse-{key}"
+    house = user_cache_dir() / f"wheelhouse-{key}"
     if not (house / ".complete").is_file():
         part = house.with_name(house.name + ".part")
         shutil.rmtree(part, ignore_errors=True)

@@ -91,12 +91,17 @@ def test_a_broken_cache_entry_is_no_error(tree, tmp_path, monkeypatch):
     assert not list(directory.glob(".scan-*"))  # no temporary left behind
 
 
-def test_the_cache_folder_ignores_itself_and_can_be_turned_off(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_the_cache_lives_in_the_users_cache_never_the_tree_and_can_be_turned_off(tmp_path, monkeypatch):
+    # a pull request controls the working tree: an entry planted in its .syncgate_cache would
+    # report the PR's own files as clean, so the cache is never looked up there
+    tree = tmp_path / "checkout"
+    tree.mkdir()
+    monkeypatch.chdir(tree)
+    monkeypatch.setenv("SYNCGATE_CACHE_DIR", str(tmp_path / "user"))
+    monkeypatch.delenv("SYNCGATE_NO_CACHE", raising=False)
     folder = scan_cache.scan_cache_dir()
-    assert folder is not None
-    assert folder.parent.name == ".syncgate_cache"
-    assert (folder.parent / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert folder == tmp_path / "user" / "scan"
+    assert not list(tree.iterdir())
     monkeypatch.setenv("SYNCGATE_NO_CACHE", "1")
     assert scan_cache.scan_cache_dir() is None
 
