@@ -10,10 +10,12 @@ so each reader keeps its own one-line error and names its own input.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,16 +31,36 @@ class TooLarge(OSError):
     """The file is larger than the reader allows."""
 
 
+def _regular_and_blocking(fd: int, path: str | Path) -> None:
+    """Refuse what ``fd`` (opened with O_NONBLOCK) names unless it is a regular file, then let
+    its reads and writes block as usual."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temporary beside ``path``, then rename it over ``path``: a
+    reader (another syncgate sharing the cache) sees the old bytes or the new, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def open_regular(path: str | Path) -> IO[bytes]:
     """Open ``path`` for binary reading if it is a regular file (never blocks on a FIFO)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
+        _regular_and_blocking(fd, path)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -56,12 +78,7 @@ def append_regular(path: str | Path, data: bytes) -> None:
             raise NotRegularFile(errno.EINVAL, "not a regular file", str(path)) from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
+        _regular_and_blocking(fd, path)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

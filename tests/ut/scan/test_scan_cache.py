@@ -88,7 +88,7 @@ def test_a_broken_cache_entry_is_no_error(tree, tmp_path, monkeypatch):
     again = scan([_worker(tree)], entries=ENTRY, cache_dir=directory)
     assert again == first
     assert len(scans) == 2
-    assert not list(directory.glob(".scan-*"))  # no temporary left behind
+    assert not list(directory.glob("*.tmp"))  # no temporary left behind
 
 
 def test_the_cache_lives_in_the_users_cache_never_the_tree_and_can_be_turned_off(tmp_path, monkeypatch):
