@@ -69,6 +69,18 @@ class Score:
     lines: int = 0
 
 
+def read_labels(raw: dict, allowed: tuple[str, ...], *, where: str, source: str) -> tuple[Label, ...]:
+    """The ``[[...site]]`` labels of one release table (the corpus's and the sweep's alike)."""
+    labels = []
+    for j, site in enumerate(raw.get("site", [])):
+        reject_unknown_keys(site, _SITE_KEYS, where=f"{where}.site[{j}]", source=source)
+        if site.get("label") not in allowed:
+            raise ConfigError(source, f"{where}.site[{j}].label", f"must be one of {allowed}")
+        labels.append(Label(site["file"], site["function"], site["code"], site["label"],
+                            site.get("why", "")))
+    return tuple(labels)
+
+
 def load_corpus(path: str | Path) -> list[Release]:
     source = str(path)
     data = read_toml(Path(path))
@@ -77,16 +89,10 @@ def load_corpus(path: str | Path) -> list[Release]:
     for i, raw in enumerate(data.get("release", [])):
         where = f"release[{i}]"
         reject_unknown_keys(raw, _VERSION_KEYS, where=where, source=source)
-        labels = []
-        for j, site in enumerate(raw.get("site", [])):
-            reject_unknown_keys(site, _SITE_KEYS, where=f"{where}.site[{j}]", source=source)
-            if site.get("label") not in LABELS:
-                raise ConfigError(source, f"{where}.site[{j}].label", f"must be one of {LABELS}")
-            labels.append(Label(site["file"], site["function"], site["code"], site["label"],
-                                site.get("why", "")))
+        labels = read_labels(raw, LABELS, where=where, source=source)
         releases.append(Release(
             raw["name"], raw["source"], tuple(raw["paths"]), tuple(raw.get("entries", ())),
-            raw.get("profile", "cuda"), tuple(labels), raw.get("note", ""), raw.get("base", ""),
+            raw.get("profile", "cuda"), labels, raw.get("note", ""), raw.get("base", ""),
         ))
     return releases
 

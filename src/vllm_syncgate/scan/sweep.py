@@ -17,16 +17,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllm_syncgate.errors import ConfigError, EnvironmentProblem
+from vllm_syncgate.errors import EnvironmentProblem
 from vllm_syncgate.release_files import ReleaseFile, fetch_members, project_files, tree_digest
 from vllm_syncgate.reportfiles import user_cache_dir
-from vllm_syncgate.scan.corpus import Label, relative_to, scan_tree
+from vllm_syncgate.scan.corpus import Label, read_labels, relative_to, scan_tree
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 SWEEP_LABELS = ("real", "false_alarm")
 _RELEASE_KEYS = ("source", "file", "digest", "paths", "base", "profile", "failing", "heldout",
                  "site")
-_SITE_KEYS = ("file", "function", "code", "label", "why")
 _FINAL = re.compile(r"^\d+(\.\d+)*(\.post\d+)?$")
 
 
@@ -90,16 +89,9 @@ def load_table(path: str | Path) -> list[SweepRelease]:
     for i, raw in enumerate(data.get("release", [])):
         where = f"release[{i}]"
         reject_unknown_keys(raw, _RELEASE_KEYS, where=where, source=source)
-        labels = []
-        for j, site in enumerate(raw.get("site", [])):
-            reject_unknown_keys(site, _SITE_KEYS, where=f"{where}.site[{j}]", source=source)
-            if site.get("label") not in SWEEP_LABELS:
-                raise ConfigError(source, f"{where}.site[{j}].label",
-                                  f"must be one of {SWEEP_LABELS}")
-            labels.append(Label(site["file"], site["function"], site["code"], site["label"],
-                                site.get("why", "")))
+        labels = read_labels(raw, SWEEP_LABELS, where=where, source=source)
         rows.append(SweepRelease(raw["source"], raw["file"], raw["digest"], tuple(raw["paths"]),
-                                 raw["profile"], int(raw["failing"]), tuple(labels),
+                                 raw["profile"], int(raw["failing"]), labels,
                                  raw.get("base", ""), bool(raw.get("heldout", False))))
     return rows
 
