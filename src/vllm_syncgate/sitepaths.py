@@ -17,7 +17,7 @@ _INSTALL_DIRS = ("site-packages", "dist-packages")
 def split_site(site: str) -> tuple[str, int] | None:
     """``file:line:function`` -> (file, line); None when it is not that shape."""
     parts = site.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
+    if len(parts) != 3 or not (parts[1].isascii() and parts[1].isdigit()):
         return None
     return parts[0], int(parts[1])
 

@@ -34,14 +34,24 @@ def broken_torchvision(tmp_path) -> dict[str, str]:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.28.0\n")
     (info / "top_level.txt").write_text("torchvision\n")
+    # only executing vllm imports torchvision: finding it (importlib.util.find_spec) must not
     (site / "sitecustomize.py").write_text(
         "import sys\n"
+        "from importlib.machinery import PathFinder\n"
+        "class _ImportsTorchvisionFirst:\n"
+        "    def __init__(self, real):\n"
+        "        self.real = real\n"
+        "    def create_module(self, spec):\n"
+        "        return self.real.create_module(spec)\n"
+        "    def exec_module(self, module):\n"
+        "        import torchvision  # noqa: F401\n"
+        "        self.real.exec_module(module)\n"
         "class _VllmNeedsTorchvision:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'vllm':\n"
-        "            sys.meta_path.remove(self)\n"
-        "            import torchvision  # noqa: F401\n"
-        "        return None\n"
+        "        spec = PathFinder.find_spec(name, path) if name == 'vllm' else None\n"
+        "        if spec is not None:\n"
+        "            spec.loader = _ImportsTorchvisionFirst(spec.loader)\n"
+        "        return spec\n"
         "sys.meta_path.insert(0, _VllmNeedsTorchvision())\n")
     return {**os.environ, "PYTHONPATH": str(site)}
 

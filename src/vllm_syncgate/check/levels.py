@@ -238,7 +238,7 @@ def _split_site(site: str) -> tuple[str | None, int | None]:
     """``file:line[:function]`` -> (file, line)."""
     parts = site.split(":")
     for i in range(len(parts) - 1, 0, -1):
-        if parts[i].isdigit():
+        if parts[i].isascii() and parts[i].isdigit():
             return ":".join(parts[:i]), int(parts[i])
     return (site or None), None
 

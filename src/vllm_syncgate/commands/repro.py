@@ -67,7 +67,7 @@ def _size(value: str) -> int:
     """A positive byte or character count, with an optional K, M or G (binary) suffix."""
     scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(value[-1:].lower(), 1)
     digits = value[:-1] if scale > 1 else value
-    if not digits.isdigit() or int(digits) == 0:
+    if not (digits.isascii() and digits.isdigit()) or int(digits) == 0:
         raise argparse.ArgumentTypeError(f"expected a positive size like 512M, got {value!r}")
     return int(digits) * scale
 

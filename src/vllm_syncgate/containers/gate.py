@@ -63,7 +63,7 @@ class GateSettings:
 def _count(text: str | None) -> int | None:
     if not text:
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise UsageError(f"SYNCGATE_SHARD_COUNT={text!r}: expected a whole number >= 1")
     return int(text)
 

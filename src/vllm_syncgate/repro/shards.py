@@ -70,7 +70,7 @@ def parse_shard(text: str, what: str = "--shard") -> Shard:
 
 def _integer(env: Mapping[str, str], name: str, low: int) -> int:
     value = env[name].strip()
-    if not value.isdigit() or int(value) < low:
+    if not (value.isascii() and value.isdigit()) or int(value) < low:
         raise UsageError(f"--shard auto: ${name}={env[name]!r} is not an integer >= {low}")
     return int(value)
 

@@ -55,6 +55,10 @@ def test_shard_auto_reads_github_buildkite_and_kubernetes(env, count, expected):
       "$BUILDKITE_PARALLEL_JOB=4 is not below the shard count 4"),
      (["--shard", "auto"], {"BUILDKITE_PARALLEL_JOB": "-1", "BUILDKITE_PARALLEL_JOB_COUNT": "4"},
       "$BUILDKITE_PARALLEL_JOB='-1' is not an integer"),
+     (["--shard", "auto"], {"BUILDKITE_PARALLEL_JOB": "\u0661", "BUILDKITE_PARALLEL_JOB_COUNT": "4"},
+      "is not an integer"),  # an Arabic-Indic one: int() takes it, an index must not
+     (["--shard", "auto"], {"BUILDKITE_PARALLEL_JOB": "1", "BUILDKITE_PARALLEL_JOB_COUNT": "\u00b2"},
+      "is not an integer"),  # superscript two: isdigit() but int() raises
      (["--shard", "auto"], {"BUILDKITE_PARALLEL_JOB": "1"}, "BUILDKITE_PARALLEL_JOB_COUNT is not"),
      (["--shard", "auto"], {"JOB_COMPLETION_INDEX": "1"}, "needs the job's completions"),
      (["--shard", "auto", "--shard-count", "0"], {"JOB_COMPLETION_INDEX": "0"},
