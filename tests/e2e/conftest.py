@@ -13,6 +13,8 @@ import pytest
 
 from vllm_syncgate.audit.budgets import load_budgets
 from vllm_syncgate.check.run import GroupRun
+from vllm_syncgate.containers.local_docker import Engine
+from vllm_syncgate.errors import EnvironmentProblem
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
 from vllm_syncgate.serve.scenarios import SCENARIOS
 
@@ -146,3 +148,16 @@ def leftovers(marker: Path) -> list[int]:
 @pytest.fixture
 def no_leftovers():
     return leftovers
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    """The Docker engine ci/docker-up.sh started, with its local torch wheel server; the
+    container tests skip, saying why, where there is none (CI=true fails before that)."""
+    try:
+        found = Engine.find()
+    except EnvironmentProblem as exc:
+        pytest.skip(f"no container run: {exc}")
+    if "SYNCGATE_WHEELS_URL" not in found.build_env:
+        pytest.skip("no torch wheel server for the build (run ci/docker-up.sh)")
+    return found

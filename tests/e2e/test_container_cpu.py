@@ -19,26 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from vllm_syncgate.containers.local_docker import Engine
 from vllm_syncgate.environment import parse_header
-from vllm_syncgate.errors import EnvironmentProblem
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "syncgate-cpu:local"  # compose.yaml's e2e-cpu image
 SCENARIOS = ("sequential", "batched")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.needs_docker]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    try:
-        found = Engine.find()
-    except EnvironmentProblem as exc:
-        pytest.skip(f"no container run: {exc}")
-    if "SYNCGATE_WHEELS_URL" not in found.build_env:
-        pytest.skip("no torch wheel server for the build (run ci/docker-up.sh)")
-    return found
 
 
 @pytest.fixture(scope="module")

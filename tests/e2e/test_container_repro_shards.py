@@ -25,8 +25,6 @@ import pytest
 
 from vllm_syncgate.cli import main
 from vllm_syncgate.containers.gate import CLAIMS
-from vllm_syncgate.containers.local_docker import Engine
-from vllm_syncgate.errors import EnvironmentProblem
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "syncgate-cpu-test:local"  # compose.yaml's repro and repro-shard image
@@ -41,17 +39,6 @@ VERDICTS = {
 }
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.needs_docker]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    try:
-        found = Engine.find()
-    except EnvironmentProblem as exc:
-        pytest.skip(f"no container run: {exc}")
-    if "SYNCGATE_WHEELS_URL" not in found.build_env:
-        pytest.skip("no torch wheel server for the build (run ci/docker-up.sh)")
-    return found
 
 
 @pytest.fixture(scope="module")
