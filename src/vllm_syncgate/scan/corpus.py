@@ -15,6 +15,7 @@ import ast
 import importlib.metadata
 import importlib.util
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,21 @@ class Score:
     lines: int = 0
 
 
-def read_labels(raw: dict, allowed: tuple[str, ...], *, where: str, source: str) -> tuple[Label, ...]:
-    """The ``[[...site]]`` labels of one release table (the corpus's and the sweep's alike)."""
+def release_tables(
+    path: str | Path, keys: tuple[str, ...], allowed: tuple[str, ...], what: str,
+) -> Iterator[tuple[dict[str, Any], tuple[Label, ...]]]:
+    """Each ``[[release]]`` table of a labels file (the corpus's and the sweep's alike), checked
+    for unknown keys, with its ``[[release.site]]`` labels."""
+    source = str(path)
+    data = read_toml(Path(path))
+    reject_unknown_keys(data, ("release",), where=what, source=source)
+    for i, raw in enumerate(data.get("release", [])):
+        where = f"release[{i}]"
+        reject_unknown_keys(raw, keys, where=where, source=source)
+        yield raw, _read_labels(raw, allowed, where=where, source=source)
+
+
+def _read_labels(raw: dict, allowed: tuple[str, ...], *, where: str, source: str) -> tuple[Label, ...]:
     labels = []
     for j, site in enumerate(raw.get("site", [])):
         reject_unknown_keys(site, _SITE_KEYS, where=f"{where}.site[{j}]", source=source)
@@ -82,19 +96,11 @@ def read_labels(raw: dict, allowed: tuple[str, ...], *, where: str, source: str)
 
 
 def load_corpus(path: str | Path) -> list[Release]:
-    source = str(path)
-    data = read_toml(Path(path))
-    reject_unknown_keys(data, ("release",), where="corpus", source=source)
-    releases = []
-    for i, raw in enumerate(data.get("release", [])):
-        where = f"release[{i}]"
-        reject_unknown_keys(raw, _VERSION_KEYS, where=where, source=source)
-        labels = read_labels(raw, LABELS, where=where, source=source)
-        releases.append(Release(
-            raw["name"], raw["source"], tuple(raw["paths"]), tuple(raw.get("entries", ())),
-            raw.get("profile", "cuda"), labels, raw.get("note", ""), raw.get("base", ""),
-        ))
-    return releases
+    return [
+        Release(raw["name"], raw["source"], tuple(raw["paths"]), tuple(raw.get("entries", ())),
+                raw.get("profile", "cuda"), labels, raw.get("note", ""), raw.get("base", ""))
+        for raw, labels in release_tables(path, _VERSION_KEYS, LABELS, "corpus")
+    ]
 
 
 def source_root(spec: str) -> Path:

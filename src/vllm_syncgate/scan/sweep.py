@@ -20,8 +20,7 @@ from pathlib import Path
 from vllm_syncgate.errors import EnvironmentProblem
 from vllm_syncgate.release_files import ReleaseFile, fetch_members, project_files, tree_digest
 from vllm_syncgate.reportfiles import user_cache_dir
-from vllm_syncgate.scan.corpus import Label, read_labels, relative_to, scan_tree
-from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
+from vllm_syncgate.scan.corpus import Label, relative_to, release_tables, scan_tree
 
 SWEEP_LABELS = ("real", "false_alarm")
 _RELEASE_KEYS = ("source", "file", "digest", "paths", "base", "profile", "failing", "heldout",
@@ -82,18 +81,11 @@ class SweepResult:
 
 
 def load_table(path: str | Path) -> list[SweepRelease]:
-    source = str(path)
-    data = read_toml(Path(path))
-    reject_unknown_keys(data, ("release",), where="sweep", source=source)
-    rows = []
-    for i, raw in enumerate(data.get("release", [])):
-        where = f"release[{i}]"
-        reject_unknown_keys(raw, _RELEASE_KEYS, where=where, source=source)
-        labels = read_labels(raw, SWEEP_LABELS, where=where, source=source)
-        rows.append(SweepRelease(raw["source"], raw["file"], raw["digest"], tuple(raw["paths"]),
-                                 raw["profile"], int(raw["failing"]), labels,
-                                 raw.get("base", ""), bool(raw.get("heldout", False))))
-    return rows
+    return [
+        SweepRelease(raw["source"], raw["file"], raw["digest"], tuple(raw["paths"]), raw["profile"],
+                     int(raw["failing"]), labels, raw.get("base", ""), bool(raw.get("heldout", False)))
+        for raw, labels in release_tables(path, _RELEASE_KEYS, SWEEP_LABELS, "sweep")
+    ]
 
 
 def published(project: str) -> list[ReleaseFile]:
