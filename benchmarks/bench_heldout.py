@@ -1,6 +1,8 @@
 """Held-out precision and recall of the scan (issue 20 item 7), next to the in-sample corpus.
 
-Held-out commits (tests/data/scan/heldout/labels.toml) come from a local git clone of
+A split is a labels file (``--labels``, default the first split tests/data/scan/heldout/
+labels.toml; the second, tests/data/scan/heldout2/, was labelled after the first had been seen).
+Held-out commits come from a local git clone of
 vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone exists): the parent and the
 fix are extracted with ``git archive`` (vllm_ascend/worker, sample, spec_decode and the commit's
 extra paths) into ``<cache>/heldout/<sha>/`` and scanned as a user would, ``vllm_ascend/worker``
@@ -9,10 +11,11 @@ the npu budget. A ``default`` site is recalled when the parent fails the gate on
 is clean there; a ``mode`` site failing is a false alarm. Held-out releases (CPU wheels from the
 index) registered 0 default sites, so each of their failing sites is a false alarm. Failing
 sites of the commit trees that no label names are counted apart (``unlabelled``): judging them
-after the fact would not be held out. Prints a table, writes benchmarks/results/heldout.json
-and, with --write, tests/data/scan/heldout/results.toml (the figures the test checks).
+after the fact would not be held out. Prints a table, writes benchmarks/results/<split>-<tag>.json
+and, with --write, results.toml next to the labels file (the figures the test checks).
 
     .venv/bin/python benchmarks/bench_heldout.py --git /path/to/vllm-ascend [--write] [--tag after]
+        [--labels tests/data/scan/heldout2/labels.toml]
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from vllm_syncgate.tomlfile import read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests/data/scan/heldout/labels.toml"
-RESULTS = ROOT / "tests/data/scan/heldout/results.toml"
 CORPUS = ROOT / "tests/data/scan-corpus/labels.toml"
 # vllm_ascend/__init__.py too: module names (which the npu budget's allow rules name) come from
 # the enclosing packages
@@ -61,13 +63,15 @@ def main() -> int:
     parser.add_argument("--tag", default="after", help="which scanner this is (results key)")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--no-in-sample", action="store_true")
+    parser.add_argument("--labels", type=Path, default=LABELS,
+                        help="the split's labels.toml (its results.toml is written next to it)")
     args = parser.parse_args()
-    labels = read_toml(LABELS)
+    labels = read_toml(args.labels)
     rows: list[dict[str, Any]] = []
     commit_rows = [_commit(args.git, c) for c in labels["commit"]] if args.git else []
     for site_rows in commit_rows:
         rows.extend(site_rows)
-    release_rows = [_release(r) for r in labels["release"]]
+    release_rows = [_release(r) for r in labels.get("release", [])]
     rows.extend(release_rows)
     held = _figures([r for r in rows if r["kind"] != "unlabelled"])
     strict = _figures([r for r in rows if r["kind"] != "unlabelled" and not r["in_sample_too"]])
@@ -76,9 +80,9 @@ def main() -> int:
                                "unlabelled_commit_sites": sum(r["kind"] == "unlabelled" for r in rows)}
     if not args.no_in_sample:
         summary["in_sample"] = _in_sample()
-    emit(f"heldout-{args.tag}", rows, summary)
+    emit(f"{args.labels.parent.name}-{args.tag}", rows, summary)
     if args.write:
-        _write(args.tag, rows, summary)
+        _write(args.labels.parent / "results.toml", args.tag, rows, summary)
     return 0
 
 
@@ -98,7 +102,9 @@ def _in_sample() -> dict[str, Any]:
 
 
 def _tree(git: str, rev: str, extra: list[str]) -> Path:
-    dest = user_cache_dir() / "heldout" / f"{rev}-{len(TREE)}"
+    # the extra paths are part of the key: the same commit extracted with other paths differs
+    extras = "".join(f"+{p.replace('/', '.')}" for p in extra)
+    dest = user_cache_dir() / "heldout" / f"{rev}-{len(TREE)}{extras}"
     if dest.is_dir():
         return dest
     listed = subprocess.run(["git", "-C", git, "ls-tree", "--name-only", rev, *TREE, *extra],
@@ -191,12 +197,12 @@ def _release(release: dict[str, Any]) -> dict[str, Any]:
             "in_sample_too": False, "fp_sites": fp}
 
 
-def _write(tag: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    data = read_toml(RESULTS) if RESULTS.is_file() else {}
+def _write(results: Path, tag: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    data = read_toml(results) if results.is_file() else {}
     data[tag] = {"rows": [{k: v for k, v in r.items() if v is not None} for r in rows],
                  "summary": summary}
-    RESULTS.write_text(_dump(data))
-    print(f"wrote {RESULTS}")
+    results.write_text(_dump(data))
+    print(f"wrote {results}")
 
 
 def _dump(data: dict[str, Any]) -> str:
