@@ -10,6 +10,7 @@ from vllm_syncgate.probes.async_output import probe_async_output
 from vllm_syncgate.probes.buffers import probe_pinned_buffer
 from vllm_syncgate.probes.result import ProbeResult, Problem, ProblemCode
 from vllm_syncgate.probes.to_list import probe_to_list
+from vllm_syncgate.probes.update_states import probe_update_states
 
 __all__ = [
     "ProbeResult",
@@ -18,4 +19,5 @@ __all__ = [
     "probe_async_output",
     "probe_pinned_buffer",
     "probe_to_list",
+    "probe_update_states",
 ]

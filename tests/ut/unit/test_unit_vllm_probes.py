@@ -1,4 +1,5 @@
-"""The shipped probes on the installed vLLM pass; a broken ``_to_list`` or buffer fails them."""
+"""The shipped probes on the installed vLLM pass; a broken ``_to_list``, buffer or helper of
+``_update_states`` fails them."""
 
 import contextlib
 import inspect
@@ -19,8 +20,13 @@ def test_installed_vllm_passes_every_probe(targets):
     report = probe_vllm("cuda", targets)
     assert report.passed, report.describe()
     assert [c.name for c in report.checks] == [
-        "to_list", "async_output", "pinned_buffer[reqs=64,len=32]", "pinned_buffer[reqs=4,len=512]"]
+        "to_list", "async_output", "pinned_buffer[reqs=64,len=32]", "pinned_buffer[reqs=4,len=512]",
+        "update_states"]
     assert report.checks[0].target == "vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list"
+    update = report.checks[-1]
+    assert update.target == "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"
+    # it ran on the simulated device: the sampling metadata's copies were issued asynchronously
+    assert int(update.detail.split("'copy_h2d_async': ")[1].rstrip("}")) > 0, update.detail
 
 
 def _tolist_on_device(self, sampled_token_ids):
@@ -58,3 +64,44 @@ def test_a_buffer_sized_by_model_len_fails_both_limits(targets):
     assert set(failed) == {"pinned_buffer[reqs=64,len=32]", "pinned_buffer[reqs=4,len=512]"}
     assert failed["pinned_buffer[reqs=64,len=32]"].startswith("buffer_too_small")
     assert failed["pinned_buffer[reqs=4,len=512]"].startswith("buffer_waste")
+
+
+# --- _update_states: mutants of its helpers, mixed in ahead of the real GPUModelRunner ------------
+class ReadsDeviceInEncoderCacheFree:
+    """A readback in the helper that frees encoder outputs, which _update_states calls every step."""
+
+    def _process_encoder_cache_scheduler_output(self, scheduler_output):
+        self.input_ids.gpu[:1].tolist()
+        return super()._process_encoder_cache_scheduler_output(scheduler_output)
+
+
+class SynchronizesOnFinish:
+    """A device synchronize in the hook _update_states calls for each finished request only."""
+
+    def _on_request_state_removed(self, req_id, req_state):
+        torch.accelerator.synchronize()
+        return super()._on_request_state_removed(req_id, req_state)
+
+
+def _with_mixin(targets, mixin):
+    import dataclasses
+
+    runner_class = type(f"{mixin.__name__}Runner", (mixin, targets.runner_class), {})
+    return dataclasses.replace(targets, runner_class=runner_class)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mixin", "method", "expected"), [
+    (ReadsDeviceInEncoderCacheFree, "_process_encoder_cache_scheduler_output",
+     "blocking_readback: Tensor.tolist in 8/8 steps"),
+    (SynchronizesOnFinish, "_on_request_state_removed",
+     "unexpected_sync: device_sync via torch.accelerator.synchronize in 2/8 steps (first: step 5"),
+])
+def test_a_sync_in_a_helper_of_update_states_fails_at_its_line(targets, mixin, method, expected):
+    checks = {c.name: c for c in probe_vllm("cuda", _with_mixin(targets, mixin)).checks}
+    failed = checks["update_states"]
+    assert not failed.passed
+    assert failed.detail.startswith(expected), failed.detail
+    _, start = inspect.getsourcelines(getattr(mixin, method))
+    assert failed.site == f"{inspect.getsourcefile(mixin)}:{start + 1}:{method}"
+    assert [name for name, c in checks.items() if not c.passed] == ["update_states"]
