@@ -19,13 +19,14 @@ import ctypes
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 _RELEASE = b"release"
 # Runs as `python -I -S -c`: no site, no syncgate import, so it starts in a few milliseconds.
 _REAPER = """
-import os, signal, sys
+import os, shutil, signal, sys
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
 if sys.stdin.buffer.read() != b"release":
@@ -33,6 +34,8 @@ if sys.stdin.buffer.read() != b"release":
         os.killpg(int(sys.argv[1]), signal.SIGKILL)
     except OSError:
         pass
+    for folder in sys.argv[2:]:
+        shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -47,12 +50,13 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 
 
 class Reaper:
-    """SIGKILLs process group ``pgid`` if this process dies before :meth:`release`."""
+    """SIGKILLs process group ``pgid`` if this process dies before :meth:`release`, then removes
+    the ``folders`` that group owned (the owner's ``finally`` would have)."""
 
-    def __init__(self, pgid: int) -> None:
+    def __init__(self, pgid: int, folders: Sequence[Path] = ()) -> None:
         self.pgid = pgid
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _REAPER, str(pgid)],
+            [sys.executable, "-I", "-S", "-c", _REAPER, str(pgid), *map(str, folders)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,  # terminal signals (Ctrl-C, hang-up) never reach it
         )

@@ -14,9 +14,11 @@ import contextlib
 import ipaddress
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -137,6 +139,7 @@ class ManagedServer:
         health_path: str = "/health",
         startup_timeout_s: float = 240.0,
         stop_timeout_s: float = 15.0,
+        private_dir_env: Sequence[str] = (),
     ) -> None:
         self.argv = list(argv)
         self.port = port
@@ -151,6 +154,10 @@ class ManagedServer:
         self._launched = 0.0
         self._log_offset = 0  # the log is appended to; this launch's lines start here
         self.startup_s: float | None = None
+        # a directory of its own per launch, named to the child by these variables and removed
+        # at stop: what a killed tree leaves there (unix sockets, rendezvous files) goes with it
+        self.private_dir_env = tuple(private_dir_env)
+        self.private_dir: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -174,18 +181,27 @@ class ManagedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._launched = time.monotonic()
         self.startup_s = None
-        with open(self.log_path, "ab") as log:
-            self._log_offset = log.tell()
-            self._proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
-        self._reaper = Reaper(self._proc.pid)
+        env = self.env
+        if self.private_dir_env:
+            # short: a unix socket path has at most 107 bytes, and vLLM adds a 37-byte name
+            self.private_dir = Path(tempfile.mkdtemp(prefix="sg-"))
+            env = {**env, **dict.fromkeys(self.private_dir_env, str(self.private_dir))}
+        try:
+            with open(self.log_path, "ab") as log:
+                self._log_offset = log.tell()
+                self._proc = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
+                )
+        except BaseException:
+            self._remove_private_dir()
+            raise
+        self._reaper = Reaper(self._proc.pid, [self.private_dir] if self.private_dir else [])
 
     def wait_healthy(self, progress: Progress | None = None) -> float:
         """Block until ``/health`` answers 200; returns seconds since launch."""
@@ -300,6 +316,12 @@ class ManagedServer:
         if self._reaper is not None:
             self._reaper.release()
             self._reaper = None
+        self._remove_private_dir()
+
+    def _remove_private_dir(self) -> None:
+        if self.private_dir is not None:
+            shutil.rmtree(self.private_dir, ignore_errors=True)
+            self.private_dir = None
 
     def __enter__(self) -> ManagedServer:
         return self

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+import re
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vllm_syncgate.serve.process import LOOPBACK, ManagedServer, free_port
 
 SERVED_MODEL_NAME = "syncgate-model"
+# The server tree's temp dir is a folder of its own, removed at teardown: vLLM removes its ZMQ IPC
+# sockets (under VLLM_RPC_BASE_PATH, default the temp dir) and FileStore rendezvous files only on
+# a graceful exit, so a torn-down tree left ~20 per server in the shared temp dir.
+PRIVATE_DIR_ENV = ("TMPDIR", "VLLM_RPC_BASE_PATH")
 
 # A server boot is three processes importing vLLM one after another (API server, EngineCore,
 # worker), then the model and the KV cache; each marker is the first log line after a phase.
@@ -55,7 +63,15 @@ def vllm_server(
         vllm_argv(model_dir, chosen, flags),
         port=chosen,
         log_path=log_path,
-        env={**env, "PYTHONSAFEPATH": "1"},
+        env={"TORCHINDUCTOR_CACHE_DIR": _inductor_cache_dir(), **env, "PYTHONSAFEPATH": "1"},
         name=name,
         startup_timeout_s=startup_timeout_s,
+        private_dir_env=PRIVATE_DIR_ENV,
     )
+
+
+def _inductor_cache_dir() -> str:
+    """Where torch keeps compiled kernels by default (under the shared temp dir), named so that
+    the tree's private temp dir does not make every server compile them again."""
+    user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    return os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")

@@ -7,11 +7,15 @@ Usage: fake_server.py PORT MODE, MODE one of
   exit     - print an argparse-like error and exit 2 (an invalid flag)
   stubborn - like healthy, but ignore SIGTERM (teardown must escalate to SIGKILL)
   anyhost  - like healthy, but listen on all interfaces (0.0.0.0), as a leaked --host would
+
+With VLLM_RPC_BASE_PATH set, the server binds a unix socket there and never removes it, as
+vLLM's IPC endpoints are left behind when its tree is killed.
 """
 
 import http.server
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +34,9 @@ if mode == "exit":
     sys.exit(2)
 
 child = subprocess.Popen([sys.executable, __file__, "0", "child"])
+if os.environ.get("VLLM_RPC_BASE_PATH"):
+    ipc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ipc.bind(os.path.join(os.environ["VLLM_RPC_BASE_PATH"], f"engine-{os.getpid()}"))
 print(f"fake server pid={os.getpid()} child={child.pid}", flush=True)
 
 

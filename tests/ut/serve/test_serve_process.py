@@ -6,7 +6,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -79,11 +81,14 @@ def test_launcher_interrupted_or_killed_leaves_no_process(launch_driver, tmp_pat
     proc = subprocess.Popen([sys.executable, str(driver), str(fake), "healthy",
                              str(tmp_path / "server.log")], stdout=subprocess.PIPE, text=True)
     try:
-        pids = json.loads(proc.stdout.readline())
+        started = json.loads(proc.stdout.readline())
+        pids, private = started["pids"], Path(started["private_dir"])
         assert len(pids) >= 3
+        assert [p.name for p in private.iterdir()]  # the tree's IPC socket is there
         proc.send_signal(how)
         proc.wait(20)
         assert gone(pids, timeout=10) == []
+        assert _gone(private)
     finally:
         proc.kill()
         proc.wait()
@@ -96,10 +101,11 @@ def test_killed_launcher_takes_a_server_that_ignores_sigterm_down(launch_driver,
     proc = subprocess.Popen([sys.executable, str(driver), str(fake), "stubborn",
                              str(tmp_path / "server.log")], stdout=subprocess.PIPE, text=True)
     try:
-        pids = json.loads(proc.stdout.readline())
+        started = json.loads(proc.stdout.readline())
         proc.kill()
         proc.wait(20)
-        assert gone(pids, timeout=5) == []
+        assert gone(started["pids"], timeout=5) == []
+        assert _gone(Path(started["private_dir"]))
     finally:
         proc.kill()
         proc.wait()
@@ -128,3 +134,41 @@ def test_launch_log_is_this_launchs_lines_only(fake_server, tmp_path):
     assert "fake server pid=" in text
     assert "earlier run" not in text
     assert "earlier run" in server.log_path.read_text()
+
+
+def _gone(path: Path, timeout: float = 5.0) -> bool:
+    """The reaper removes a killed launcher's folders just after its SIGKILL: allow it a moment."""
+    deadline = time.monotonic() + timeout
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not path.exists()
+
+
+def test_the_private_folder_and_its_sockets_go_with_the_server(fake_server, gone):
+    """vLLM leaves its IPC sockets behind when its tree is killed; they live in a folder of the
+    launch's own, removed at stop (without one they pile up in the temp dir)."""
+    server = fake_server("stubborn", private_dir_env=["VLLM_RPC_BASE_PATH"], stop_timeout_s=1)
+    server.start()
+    private = server.private_dir
+    assert private is not None
+    assert private.parent == Path(tempfile.gettempdir())
+    deadline = time.monotonic() + 5
+    while not list(private.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p.is_socket() for p in private.iterdir()] == [True]
+    server.stop()
+    assert not private.exists()
+    assert server.private_dir is None
+
+
+def test_vllm_servers_get_a_private_temp_dir_but_keep_the_kernel_cache(tmp_path):
+    from vllm_syncgate.serve.vllm import vllm_server
+
+    server = vllm_server(tmp_path, [], env={}, log_path=tmp_path / "l", name="g")
+    assert set(server.private_dir_env) == {"TMPDIR", "VLLM_RPC_BASE_PATH"}
+    cache = Path(server.env["TORCHINDUCTOR_CACHE_DIR"])
+    assert cache.parent == Path(tempfile.gettempdir())
+    assert cache.name.startswith("torchinductor_")
+    mine = vllm_server(tmp_path, [], env={"TORCHINDUCTOR_CACHE_DIR": "/c"}, log_path=tmp_path / "l",
+                       name="g")
+    assert mine.env["TORCHINDUCTOR_CACHE_DIR"] == "/c"  # the user's choice stands
