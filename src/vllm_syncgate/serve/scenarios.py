@@ -92,6 +92,9 @@ class Scenario:
     name: str
     summary: str
     run: ScenarioFn
+    # one request in flight at a time, so a run's steps by kind are fixed; with several in flight
+    # (even one request of many prompts) the step a request joins depends on when it arrives
+    one_at_a_time: bool = False
 
     @property
     def location(self) -> tuple[str, int]:
@@ -288,8 +291,10 @@ def spec_ngram(ctx: Context) -> Outcome:
     return outcome
 
 
+_ONE_AT_A_TIME = (sequential, streaming, stop_and_max_tokens)
 SCENARIOS: dict[str, Scenario] = {
-    fn.__name__: Scenario(fn.__name__, (fn.__doc__ or "").strip().splitlines()[0], fn)
+    fn.__name__: Scenario(fn.__name__, (fn.__doc__ or "").strip().splitlines()[0], fn,
+                          one_at_a_time=fn in _ONE_AT_A_TIME)
     for fn in (sequential, batched, concurrent, streaming, stop_and_max_tokens, abort,
                async_scheduling, chunked_prefill, preemption, spec_ngram, logprob_parity)
 }

@@ -110,6 +110,17 @@ def test_any_differing_finding_is_named(break_it, named):
     assert named in line
 
 
+def test_steps_of_a_scenario_with_requests_in_flight_together_are_timing_not_findings():
+    full = _report()
+    full["scenarios"][0] |= {"key": "baseline/batched", "scenario": "batched"}
+    quick = {"passed": True, "scenarios": [copy.deepcopy(full["scenarios"][0])]}
+    quick["scenarios"][0]["steps"] = {"prefill": 15, "decode": 495, "mixed": 1, "empty": 16}
+    assert report_differences(full, quick) == []
+    quick["scenarios"][0]["generations"][0]["token_ids"][0] = 9  # what it found still counts
+    [line] = report_differences(full, quick)
+    assert "tokens differ" in line
+
+
 def test_an_empty_smaller_report_is_a_difference():
     assert report_differences(_report(), {"scenarios": []}) == [
         "the smaller report has no scenarios"]
