@@ -56,6 +56,18 @@ def replace_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def keep_newest(directory: Path, pattern: str, count: int) -> None:
+    """Remove all but the ``count`` most recently written files matching ``pattern``: a cache
+    that gains an entry per changed tree would otherwise grow for ever."""
+    entries = []
+    for path in directory.glob(pattern):
+        with contextlib.suppress(OSError):
+            entries.append((path.stat().st_mtime_ns, path))
+    for _, path in sorted(entries, reverse=True)[count:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def open_regular(path: str | Path) -> IO[bytes]:
     """Open ``path`` for binary reading if it is a regular file (never blocks on a FIFO)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)

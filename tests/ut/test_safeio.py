@@ -13,6 +13,7 @@ from vllm_syncgate.safeio import (
     TooLarge,
     append_regular,
     json_loads,
+    keep_newest,
     open_regular,
     read_regular,
 )
@@ -88,3 +89,13 @@ def test_append_regular_appends_and_refuses_what_would_block(tmp_path):
         append_regular("/dev/null", b"x")
     with pytest.raises(IsADirectoryError):
         append_regular(tmp_path, b"x")
+
+
+def test_keep_newest_removes_the_oldest_entries_only(tmp_path):
+    for age, name in enumerate(["c.json", "b.json", "a.json"]):
+        (tmp_path / name).write_text("{}")
+        os.utime(tmp_path / name, ns=(10**18 - age * 10**9, 10**18 - age * 10**9))
+    (tmp_path / "files.json.keep").write_text("not an entry")
+    keep_newest(tmp_path, "*.json", 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json", "c.json", "files.json.keep"]
+    keep_newest(tmp_path / "missing", "*.json", 2)  # no folder yet: nothing to do

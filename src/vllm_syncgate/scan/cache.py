@@ -23,13 +23,14 @@ from typing import Any
 
 from vllm_syncgate import __version__
 from vllm_syncgate.reportfiles import user_cache_dir
-from vllm_syncgate.safeio import read_regular, replace_atomically
+from vllm_syncgate.safeio import keep_newest, read_regular, replace_atomically
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.guards import installed_opt_ins
+from vllm_syncgate.scan.guards import installed_defaults, installed_graph_mode, installed_opt_ins
 from vllm_syncgate.scan.rules import syncing_ops
 from vllm_syncgate.scan.sources import FileBudget, collect_files
 
 _FORMAT = 1
+KEPT_ENTRIES = 256  # the newest results kept; older ones are removed as new ones are stored
 
 
 def scan_cache_dir() -> Path | None:
@@ -54,6 +55,7 @@ def fingerprint(
         _FORMAT, __version__, _engine(), os.getcwd(), [str(Path(p).resolve()) for p in paths], list(entries),
         [repr(rule) for rule in allow], sorted(patterns.items()), asdict(budget),
         sorted(names), sorted(sized_by.items()), sorted(installed_opt_ins()),
+        sorted(installed_defaults().items(), key=str), installed_graph_mode(),
     ]
     return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=16).hexdigest()
 
@@ -109,3 +111,4 @@ class ScanCache:
             replace_atomically(self.file, json.dumps(entry).encode())
         except OSError:
             return
+        keep_newest(self.file.parent, "*.json", KEPT_ENTRIES)
