@@ -44,6 +44,51 @@ def test_to_list_rewritten_branch_fails_the_unit_level(vllm_branch, edit_method,
     assert f'name="syncgate.code.tree" value="{root}"' in junit
 
 
+
+def _files(root):
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def test_update_states_helper_branch_fails_the_unit_level_and_is_untouched_without_source(
+        vllm_branch, edit_method, tmp_path):
+    """Issue 21's acceptance cell at the unit level: a readback added in a helper _update_states
+    calls every step fails the update_states probe at that line; the same tree, where check runs
+    without --source, is neither imported (its __init__ leaves a marker) nor written to."""
+    marker = tmp_path / MARKER
+    added = "self.input_ids.gpu[:1].tolist()"
+
+    def helper_sync(pkg):
+        edit_method(pkg / RUNNER, "GPUModelRunner", "_process_encoder_cache_scheduler_output",
+                    prepend=[added])
+        init = pkg / "__init__.py"
+        init.write_text(init.read_text() + f"\nopen({str(marker)!r}, 'a').write('imported')\n")
+
+    root = vllm_branch("update_states_helper", helper_sync)
+    line = (root / "vllm" / RUNNER).read_text().splitlines().index(" " * 8 + added) + 1
+    done, doc = _check(["--levels", "unit", "--source", str(root), "--trust-source"], tmp_path,
+                       tmp_path / "r")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert marker.exists()  # the branch is what ran
+    unit = doc["levels"]["unit"]
+    assert {c["name"] for c in unit["cases"] if not c["passed"]} == {"probes.update_states"}
+    [case] = [c for c in unit["cases"] if c["name"] == "probes.update_states"]
+    assert case["file"] == f"{unit['code']['overlay']}/vllm/{RUNNER}"
+    assert case["line"] == line
+    assert case["detail"].endswith(f"{RUNNER}:{line}:_process_encoder_cache_scheduler_output")
+    assert "blocking_readback: Tensor.tolist in 8/8 steps" in case["detail"]
+    junit = (tmp_path / "r" / "junit.xml").read_text()
+    assert 'name="probes.update_states"' in junit
+    assert "_process_encoder_cache_scheduler_output" in junit
+
+    marker.unlink()
+    before = _files(root)
+    done, doc = _check(["--levels", "unit"], root, tmp_path / "r2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+    assert _files(root) == before
+    assert doc["levels"]["unit"]["code"]["tree"] is None
+    assert {c["name"]: c["passed"] for c in doc["levels"]["unit"]["cases"]}["probes.update_states"]
+
 def test_check_in_a_folder_holding_vllm_imports_nothing_from_it(tmp_path):
     """A fake vllm/ (layout of a tree, an __init__ that leaves a marker) where check runs."""
     fake = tmp_path / "vllm"
