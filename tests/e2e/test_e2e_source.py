@@ -16,10 +16,10 @@ RUNNER = "v1/worker/gpu_model_runner.py"
 CPU_RUNNER = "v1/worker/cpu_model_runner.py"
 
 
-def _serve(tmp_path, *args, cwd=None):
-    report = tmp_path / "report"
+def _serve(tmp_path, *args, cwd=None, levels="serve", report="report"):
+    report = tmp_path / report
     done = subprocess.run(
-        [sys.executable, "-m", "vllm_syncgate", "check", "--levels", "serve", "--quick",
+        [sys.executable, "-m", "vllm_syncgate", "check", "--levels", levels, "--quick",
          "--no-cache", "--report-dir", str(report), *args],
         cwd=cwd or tmp_path, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
     doc = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() else {}
@@ -52,17 +52,45 @@ def test_to_list_rewritten_branch_fails_the_serve_level(vllm_branch, edit_method
     assert no_leftovers(tmp_path) == []
 
 
-def test_a_sync_in_a_helper_of_update_states_fails_the_serve_level(vllm_branch, edit_method,
-                                                                   tmp_path, no_leftovers):
-    """A device synchronize in a helper ``_update_states`` calls every step: the unit level's
-    probes do not run that path; the serve level counts it per step."""
-    root = vllm_branch("serve_update_states", lambda pkg: edit_method(
-        pkg / RUNNER, "GPUModelRunner", "_process_encoder_cache_scheduler_output",
-        prepend=["torch.accelerator.synchronize()"]))
-    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
+def _files(root):
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def test_a_sync_in_a_helper_of_update_states_fails_unit_and_serve_and_without_source_is_untouched(
+        vllm_branch, edit_method, tmp_path, no_leftovers):
+    """Issue 21's acceptance cell: a device synchronize in a helper ``_update_states`` calls every
+    step fails the unit level (its update_states probe) and the serve level (counted per step)
+    with ``--source``; the same tree, where check runs without ``--source``, passes both levels,
+    is not imported (its ``__init__`` leaves a marker) and not written to."""
+    marker = tmp_path / "imported-from-the-tree"
+
+    def helper_sync(pkg):
+        edit_method(pkg / RUNNER, "GPUModelRunner", "_process_encoder_cache_scheduler_output",
+                    prepend=["torch.accelerator.synchronize()"])
+        init = pkg / "__init__.py"
+        init.write_text(init.read_text() + f"\nopen({str(marker)!r}, 'a').write('imported')\n")
+
+    root = vllm_branch("serve_update_states", helper_sync)
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source", "--keep-going",
+                       levels="unit,serve")
     assert done.returncode == 1, done.stdout + done.stderr
+    assert marker.exists()
+    assert doc["levels"]["unit"]["status"] == "fail"
+    failing = [c for c in doc["levels"]["unit"]["cases"] if not c["passed"]]
+    assert [c["name"] for c in failing] == ["probes.update_states"]
+    assert failing[0]["detail"].endswith(":_process_encoder_cache_scheduler_output")
+    assert doc["levels"]["serve"]["status"] == "fail"
     assert any("_process_encoder_cache_scheduler_output" in site or "_update_states" in site
                for site in _breach_sites(doc)), _breach_sites(doc)
+
+    marker.unlink()
+    before = _files(root)
+    done, doc = _serve(tmp_path, levels="unit,serve", report="report-installed", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists()
+    assert _files(root) == before
+    assert {name: doc["levels"][name]["code"]["tree"] for name in ("unit", "serve")} == {
+        "unit": None, "serve": None}
     assert no_leftovers(tmp_path) == []
 
 
