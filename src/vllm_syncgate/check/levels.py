@@ -22,6 +22,7 @@ from vllm_syncgate.audit.budgets import BudgetSet
 from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, git_commit, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
+from vllm_syncgate.check.untested import NotRun, not_run_changes
 from vllm_syncgate.errors import ConfigError, ScanError, UsageError
 from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
@@ -45,6 +46,7 @@ class DeviceLevels:
     simulated: str
     runners: tuple[str, ...]
     serving: tuple[str, ...]
+    served: str  # module:Class of the runner the serve level's worker runs
 
 
 def device_levels(device: str) -> DeviceLevels:
@@ -52,7 +54,7 @@ def device_levels(device: str) -> DeviceLevels:
     if not isinstance(table, dict):
         raise ConfigError(_TABLE, device, "no such device table")
     return DeviceLevels(device, str(table["simulated"]), tuple(table["runners"]),
-                        tuple(table["serving"]))
+                        tuple(table["serving"]), str(table["served"]))
 
 
 def parse_levels(text: str) -> tuple[str, ...]:
@@ -76,6 +78,7 @@ class LevelCase:
     line: int | None = None
     time_s: float = 0.0
     error: bool = False  # could not be judged (a file the scan could not read): a JUnit <error>
+    skipped: bool = False  # code the level never ran (check/untested.py): a JUnit <skipped>
 
 
 @dataclass
@@ -104,6 +107,7 @@ class LevelResult:
             "cached_from": self.cached_from,
             "cases": [{"name": c.name, "passed": c.passed, "detail": c.detail, "file": c.file,
                        "line": c.line, "time_s": round(c.time_s, 3)} | ({"error": True} if c.error else {})
+                      | ({"skipped": True} if c.skipped else {})
                       for c in self.cases],
         } | ({"scan": self.scan} if self.scan is not None else {})
 
@@ -265,6 +269,35 @@ def serve_problem(sources: Sequence[RunnerSource], code: CodeUnderTest | None) -
         return (f"the serve level serves the installed vllm-ascend, not {tree.root}; install the "
                 "tree (pip install -e) to serve it, or --levels scan,unit")
     return None
+
+
+def untested_changes(code: CodeUnderTest | None, device: str) -> list[NotRun]:
+    """A ``--source`` tree's changed runner methods that ``device``'s served runner overrides,
+    so its serve level never runs them; [] for the installed package and an editable install
+    (there is no other build to compare with)."""
+    if code is None or code.tree is None or code.overlay is None or code.installed is None:
+        return []
+    return not_run_changes(code.tree / code.package, code.installed,
+                           device_levels(device).served, device)
+
+
+def serve_result(passed_: bool, untested: Sequence[NotRun], duration_s: float,
+                 code: CodeUnderTest | None) -> LevelResult:
+    """The serve level's verdict: FAIL when a scenario failed (exit 1); else ERROR (exit 2, the
+    level could not test what was asked) when changed code never ran here, else PASS. Each
+    method not run is a case of its own, at its line in the tree."""
+    result = LevelResult("serve", PASS if passed_ else FAIL, duration_s=duration_s,
+                         notes=[f"code: {code.describe()}"] if code else [],
+                         code=code.to_json() if code else None)
+    result.cases = [LevelCase(n.qualname, False, n.describe(), str(n.file), n.line, skipped=True)
+                    for n in untested]
+    if passed_ and untested:
+        result.status = ERROR
+        result.reason = ("error: changed code not run at this level: "
+                         + "; ".join(f"{n.qualname} (overridden by {n.overridden_by} on "
+                                     f"{n.device})" for n in untested)
+                         + "; run the level where the tree's method is the one served")
+    return result
 
 
 def serve_missing(levels: DeviceLevels) -> str | None:

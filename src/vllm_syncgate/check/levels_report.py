@@ -55,20 +55,22 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
     lines: list[str] = []
     for level in levels:
         head = f"== {level.name}: {status_word(level)}"
+        ran = level.name == "serve" and serve is not None  # an ERROR serve level ran its scenarios
         if level.status in (SKIPPED, NOT_RUN, ERROR):
             lines.append(f"{head} ({level.reason})")
-            continue
-        cached = f"; cached from {level.cached_from}" if level.cached_from else ""
-        lines.append(f"{head} ({level.duration_s:.1f} s{cached})")
+            if not (ran or level.cases):
+                continue
+        else:
+            cached = f"; cached from {level.cached_from}" if level.cached_from else ""
+            lines.append(f"{head} ({level.duration_s:.1f} s{cached})")
         lines += [f"   {note}" for note in level.notes]
-        if level.name == "serve" and serve is not None:
+        if ran:
             lines.append(table(serve))
-            continue
         width = max((len(c.name) for c in level.cases), default=0)
         for case in level.cases:
             where = f"  [{case.file}:{case.line}]" if case.file and not case.passed else ""
-            lines.append(f"   {case.name:<{width}}  {'PASS' if case.passed else 'FAIL'}  "
-                         f"{case.detail}{where}")
+            word = "PASS" if case.passed else "NOT RUN" if case.skipped else "FAIL"
+            lines.append(f"   {case.name:<{width}}  {word}  {case.detail}{where}")
     return "\n".join(lines)
 
 
@@ -110,10 +112,8 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
         if level.name == "serve" and serve is not None:
             suite = ET.fromstring(junit(serve))
             suite.set("name", "syncgate.serve")
-            _code_property(suite, level)
-            suites.append(suite)
-            continue
-        suite = junit_writer.new_suite(f"syncgate.{level.name}")
+        else:
+            suite = junit_writer.new_suite(f"syncgate.{level.name}")
         if level.status == ERROR:
             case = junit_writer.add_case(suite, f"syncgate.{level.name}", level.name, time=0)
             ET.SubElement(case, "error", message=level.reason)
@@ -124,7 +124,9 @@ def junit_doc(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
             case = junit_writer.add_case(suite, f"syncgate.{level.name}", item.name,
                                          file=user_path(item.file) if item.file else None,
                                          line=item.line, time=item.time_s)
-            if not item.passed:
+            if item.skipped:
+                ET.SubElement(case, "skipped", message=item.detail[:500])
+            elif not item.passed:
                 kind = "error" if item.error else "failure"
                 ET.SubElement(case, kind, message=item.detail[:500]).text = item.detail
         _code_property(suite, level)

@@ -22,9 +22,7 @@ from vllm_syncgate.check import (
 from vllm_syncgate.check.cache import CheckCache, open_cache
 from vllm_syncgate.check.levels import (
     ERROR,
-    FAIL,
     LEVELS,
-    PASS,
     errored,
     not_run,
     parse_levels,
@@ -33,8 +31,10 @@ from vllm_syncgate.check.levels import (
     run_before_serve,
     serve_blocker,
     serve_problem,
+    serve_result,
     skipped,
     stops_serve,
+    untested_changes,
     untrusted,
     vllm_code,
 )
@@ -213,10 +213,8 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     assert serve is not None
                     result = _serve(serve, say, started)
-                    levels.append(_LevelResult("serve", PASS if result.passed else FAIL,
-                                               duration_s=time.monotonic() - serve[0].started,
-                                               notes=[f"code: {code.describe()}"] if code else [],
-                                               code=code.to_json() if code else None))
+                    levels.append(serve_result(result.passed, untested_changes(code, plan.stack),
+                                               time.monotonic() - serve[0].started, code))
         finally:
             if serve is not None:
                 serve[0].stop()

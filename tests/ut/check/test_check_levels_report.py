@@ -69,3 +69,25 @@ def test_a_level_in_error_and_the_code_each_level_ran_reach_every_face(tmp_path)
     assert props == {"syncgate.code.tree": "/src/vllm-branch", "syncgate.code.commit": "ab" * 20,
                      "syncgate.code.overlay": "/cache/overlays/1",
                      "syncgate.code.installed": "/site/vllm"}
+
+
+def test_changed_code_the_serve_level_did_not_run_is_named_on_every_face(tmp_path):
+    """A serve level in ERROR because its runner overrides a changed method (check/untested.py):
+    the reason, a NOT RUN line at the tree's file and line, a JUnit <skipped> case and <error>."""
+    reason = ("error: changed code not run at this level: GPUModelRunner._to_list (overridden by "
+              "CPUModelRunner on cpu); run the level where the tree's method is the one served")
+    detail = ("vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list: not run at this level "
+              "(overridden by CPUModelRunner on cpu)")
+    levels = [LevelResult("serve", "error", reason, 80.0, cases=[LevelCase(
+        "GPUModelRunner._to_list", False, detail, "/b/vllm/v1/worker/gpu_model_runner.py", 7180,
+        skipped=True)])]
+    text = sections(levels, None)
+    assert f"== serve: ERROR ({reason})" in text
+    assert (f"   GPUModelRunner._to_list  NOT RUN  {detail}  "
+            "[/b/vllm/v1/worker/gpu_model_runner.py:7180]") in text
+    paths = write_level_reports(tmp_path, levels, None, {})
+    [case] = json.loads(paths["json"].read_text())["levels"]["serve"]["cases"]
+    assert case["skipped"] is True
+    suite = ET.parse(paths["junit"]).getroot().find("testsuite[@name='syncgate.serve']")
+    assert (suite.get("errors"), suite.get("skipped")) == ("1", "1")
+    assert suite.find("testcase[@name='GPUModelRunner._to_list']/skipped").get("message") == detail
