@@ -253,6 +253,8 @@ class _Analysis:
         setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
         # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
         self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
+        # (class, attr) -> methods ``self.attr = self.method`` binds there (forward_native)
+        self._aliases: dict[tuple[int, str], list[str]] = {}
         for cls in index.classes:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
@@ -261,6 +263,9 @@ class _Analysis:
                     # a constructor is "called" as its class: AsyncOutput(...) builds it
                     setter = f"{cls.name}()" if method.name == "__init__" else method.name
                     setters.setdefault(assignment.attr, set()).add(setter)
+                    if assignment.alias:
+                        self._aliases.setdefault((id(cls), assignment.attr), []).append(
+                            assignment.alias)
                     for made in self._made_by(cls.module, assignment.made_by, cls):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
@@ -275,6 +280,9 @@ class _Analysis:
             dtypes = {a.dtype for a in group}
             if len(dtypes) == 1 and None not in dtypes:
                 facts.owner_dtype[key] = dtypes.pop()  # type: ignore[assignment]
+            places = {a.place for a in group}
+            if len(places) == 1 and Place.UNKNOWN not in places:
+                facts.owner_place[key] = places.pop()
         for (_owner, attr), made in self._attr_types.items():
             if len(made) == 1 and is_record(made[0].node):
                 facts.fields[attr] = record_fields(made[0].node)
@@ -382,10 +390,13 @@ class _Analysis:
             found = self.index.lookup(ctx, call.name) if ctx else None
             if found:
                 return [(ctx, found)]
-            return self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
+            bound = self._bound_methods(ctx, call.name) if ctx else []
+            return bound or self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
         if call.how == "attr":
             attr, _, method = call.name.partition(".")
             return self._attr_calls(ctx, attr, method)
+        if call.how == "chain":
+            return self._chain_calls(ctx, call.name)
         if call.how == "object":
             owners = self.index.record_methods(call.name)
             return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []
@@ -410,11 +421,53 @@ class _Analysis:
         nodes: list[Node] = []
         for owner in self.index.mro(ctx):
             for cls in self._attr_types.get((id(owner), attr), []):
-                found = self.index.lookup(cls, method)
-                if found is None and method == "__call__":
-                    found = self.index.lookup(cls, "forward")  # nn.Module.__call__ runs forward
+                for node in self._methods(cls, method):
+                    if node not in nodes:
+                        nodes.append(node)
+        return nodes
+
+    def _methods(self, cls: ClassInfo, method: str) -> list[Node]:
+        """Where ``obj.method()`` lands for an object of ``cls``: the method, else ``forward``
+        for a call of an ``nn.Module``, else the methods ``__init__`` bound to that name."""
+        found = self.index.lookup(cls, method)
+        if found is None and method == "__call__":
+            found = self.index.lookup(cls, "forward")  # nn.Module.__call__ runs forward
+            if found is None:
+                return self._bound_methods(cls, "forward")
+        if found is None:
+            return self._bound_methods(cls, method)
+        return [(cls, found)]
+
+    def _bound_methods(self, cls: ClassInfo, attr: str) -> list[Node]:
+        """``self.forward = self.forward_native`` (a dispatch chosen in ``__init__``): each
+        method bound to ``attr`` in ``cls`` or its bases, resolved in ``cls`` (overrides win)."""
+        nodes: list[Node] = []
+        for owner in self.index.mro(cls):
+            for name in self._aliases.get((id(owner), attr), []):
+                found = self.index.lookup(cls, name)
                 if found is not None and (cls, found) not in nodes:
                     nodes.append((cls, found))
+        return nodes
+
+    def _chain_calls(self, ctx: ClassInfo | None, chain: str) -> list[Node]:
+        """``self.a.b.method()`` and calls on the items of ``self.items``: the classes each
+        link is built from, link by link (``[]`` is an item of a list built in place)."""
+        if ctx is None:
+            return []
+        *links, method = chain.split(".")
+        classes = [ctx]
+        for link in links:
+            if link == "[]":
+                continue
+            classes = list({id(c): c for owner in classes for k in self.index.mro(owner)
+                            for c in self._attr_types.get((id(k), link), [])}.values())
+            if not classes:
+                return []
+        nodes: list[Node] = []
+        for cls in classes:
+            for node in self._methods(cls, method):
+                if node not in nodes:
+                    nodes.append(node)
         return nodes
 
     def search(
@@ -761,9 +814,11 @@ def _attribute_facts(assignments: list[Assignment]) -> Facts:
 
 
 def _presence(assignment: Assignment) -> tuple[bool, str] | None:
-    """(present in the protected configuration?, category) of the first decided condition."""
-    for condition in assignment.conditions:
-        truth = condition.truth
-        if truth.value is not None and truth.guard is not None:
-            return (truth.value, truth.guard.value)
-    return None
+    """(present in the protected configuration?, category): absent when any condition around
+    it is False there (a True one, such as a default graph mode, keeps looking), present when
+    the decided ones are all True."""
+    decided = [c.truth for c in assignment.conditions
+               if c.truth.value is not None and c.truth.guard is not None]
+    absent = next((t for t in decided if t.value is False), None)
+    first = absent or (decided[0] if decided else None)
+    return (first.value, first.guard.value) if first is not None and first.guard else None

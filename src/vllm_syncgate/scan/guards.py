@@ -31,26 +31,74 @@ _OFF_FIELD = re.compile(r"^\s+(\w+): bool = False\b|^\s+(\w+_config): [\w.\[\]\"
                         re.M)
 
 
-@cache
-def installed_opt_ins() -> frozenset[str]:
-    """Switches the installed vLLM's config classes and ``envs.py`` default to off.
+# A switch whose off value is no bool: ``mamba_cache_mode: MambaCacheMode = "none"``,
+# ``max_items: int = 0``, ``mode: Mode = Mode.NONE`` (a value that is resolved at run time,
+# such as "auto" or "", says nothing about the default mode and is not read)
+_OFF_VALUE = re.compile(r'^\s+([a-zA-Z]\w*): [^=\n]+ = ("(?:none|off|disabled)"|0|\w+\.'
+                        r'(?:NONE|OFF|DISABLED))\s*(?:#.*)?$', re.M)
+# The default graph mode: the optimization level a config starts from, and its cudagraph_mode
+_LEVEL = re.compile(r"optimization_level: \w+ = \w+\.O(\d)")
+_GRAPH_MODE = re.compile(r'"cudagraph_mode": \w+\.(\w+)')
 
-    Read as text (vLLM is located, never imported): ``if self.model_config.enable_x:`` is an
-    opt-in feature even when no name list mentions it yet.
-    """
+
+@cache
+def _config_texts() -> tuple[tuple[str, str], ...]:
+    """(file name, text) of the installed vLLM's config modules and ``envs.py``, read as
+    text: vLLM is located, never imported."""
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
-        return frozenset()
+        return ()
     root = Path(next(iter(spec.submodule_search_locations)))
-    found: set[str] = set()
+    texts = []
     for file in [*sorted((root / "config").glob("*.py")), root / "envs.py"]:
         try:
-            text = file.read_text(encoding="utf-8")
+            texts.append((file.name, file.read_text(encoding="utf-8")))
         except OSError:
             continue
+    return tuple(texts)
+
+
+@cache
+def installed_opt_ins() -> frozenset[str]:
+    """Switches the installed vLLM's config classes and ``envs.py`` default to off:
+    ``if self.model_config.enable_x:`` is an opt-in feature even when no name list mentions
+    it yet."""
+    found: set[str] = set()
+    for _name, text in _config_texts():
         for match in _OFF_FIELD.finditer(text):
             found.add(match.group(1) or match.group(2))
     return frozenset(found)
+
+
+@cache
+def installed_defaults() -> dict[str, str | int]:
+    """Switches whose default is off but no bool, with that default (``"none"``, ``0``, the
+    enum member's name); a name two config classes default differently is left out."""
+    found: dict[str, set[str | int]] = {}
+    for name, text in _config_texts():
+        if name == "envs.py":
+            continue  # its annotations are for type checkers; the defaults are in its getters
+        for match in _OFF_VALUE.finditer(text):
+            if match.group(1).endswith(("rank", "seed")):
+                continue  # an index or a seed: 0 is a value, not "off"
+            raw = match.group(2)
+            value: str | int = 0 if raw == "0" else raw.strip('"').rpartition(".")[2]
+            found.setdefault(match.group(1), set()).add(value)
+    return {name: values.pop() for name, values in found.items() if len(values) == 1}
+
+
+@cache
+def installed_graph_mode() -> str | None:
+    """The graph mode a server runs with unless a user picks another (``FULL_AND_PIECEWISE``
+    in vLLM 0.32): the ``cudagraph_mode`` of the default optimization level."""
+    texts = dict(_config_texts())
+    text = texts.get("vllm.py", "")
+    level = _LEVEL.search(text)
+    if level is None:
+        return None
+    start = text.find(f"OPTIMIZATION_LEVEL_0{level.group(1)} = {{")
+    mode = _GRAPH_MODE.search(text, start) if start >= 0 else None
+    return mode.group(1) if mode else None
 
 
 class Guard(str, enum.Enum):
@@ -125,6 +173,8 @@ class GuardEvaluator:
         self._reading: set[str] = set()
         self._scope: ast.AST | None = None
         self.opt_ins = installed_opt_ins()
+        self.defaults = installed_defaults()
+        self.graph_mode = installed_graph_mode()
 
     def bind_function(self, node: ast.AST) -> None:
         """Local flags (``needs_sync = a and not b``) are looked up on first use."""
@@ -186,6 +236,11 @@ class GuardEvaluator:
                 return Truth(True, single)
             if isinstance(op, ast.NotEq | ast.Gt):
                 return Truth(False, single)
+        decided = self._graph_mode(left, op, right)
+        if decided is None:
+            decided = self._switch(left, op, right)
+        if decided is not None:
+            return decided
         subject = self.atom(left)
         if subject.value is None:
             return UNKNOWN
@@ -243,7 +298,52 @@ class GuardEvaluator:
             return Truth(False, Guard.ASYNC_SCHEDULING)
         if len(names) > 1 and names[-1] in self.opt_ins:
             return Truth(False, Guard.OPT_IN)  # a switch the installed vLLM defaults to off
+        if len(names) > 1 and self.defaults.get(names[-1]) == 0:
+            return Truth(False, Guard.OPT_IN)  # max_items: int = 0
         return UNKNOWN
+
+    def _graph_mode(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth | None:
+        """``compilation_config.cudagraph_mode == CUDAGraphMode.PIECEWISE``: the config's mode
+        is the installed vLLM's default (FULL_AND_PIECEWISE) unless a user picks another, so a
+        compare with another member is false by default. A runtime mode (``runtime_mode``,
+        the batch's dispatch) is decided per step (FULL for decode batches, PIECEWISE for
+        mixed ones): no guard."""
+        names = _chain(left) if isinstance(left, ast.Attribute) else []
+        if (
+            self.graph_mode is None
+            or len(names) < 2
+            or not names[-1].endswith("graph_mode")
+            or "runtime" in names[-1]
+            or not names[-2].endswith("config")
+            or not isinstance(op, ast.Eq | ast.NotEq)
+            or not (isinstance(right, ast.Attribute) and dotted(right.value).endswith("GraphMode"))
+        ):
+            return None
+        same = right.attr == self.graph_mode
+        return Truth(same if isinstance(op, ast.Eq) else not same, Guard.OPT_IN)
+
+    def _switch(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth | None:
+        """``cache_config.mamba_cache_mode != "none"``, ``cfg.max_items > 0``: a compare of a
+        switch the installed vLLM defaults to off, evaluated at that default."""
+        names = _chain(left) if isinstance(left, ast.Attribute) else []
+        if len(names) < 2 or names[-1] not in self.defaults:
+            return None
+        default = self.defaults[names[-1]]
+        if isinstance(right, ast.Attribute) and isinstance(default, str):
+            value: object = right.attr  # Mode.NONE: the member's name
+        elif isinstance(right, ast.Constant) and isinstance(right.value, str | int) and not \
+                isinstance(right.value, bool):
+            value = right.value
+        else:
+            return None
+        if isinstance(op, ast.Eq | ast.NotEq):
+            same = value == default
+            return Truth(same if isinstance(op, ast.Eq) else not same, Guard.OPT_IN)
+        if isinstance(default, int) and isinstance(value, int):
+            compare = {ast.Gt: default > value, ast.GtE: default >= value,
+                       ast.Lt: default < value, ast.LtE: default <= value}.get(type(op))
+            return None if compare is None else Truth(compare, Guard.OPT_IN)
+        return None
 
 
     def _matches(self, name: str) -> bool:

@@ -11,6 +11,10 @@ H200 (../shared/reference/gpu-physics.md §1, "GP" below):
   (GP §1: 7.95-7.97 ms behind an 8 ms kernel).
 - ``.tolist() / .item() / .cpu()`` of a value not known to be on the host, and ``int() /
   float() / bool()`` of a value known to be on the device: ``blocking_readback`` (GP §1: ~8 ms).
+  ``int(k.max())`` of a helper's parameter (a Python number has no ``.max()``) fails where a
+  caller passes a device value. ``max() / min() / any() / all() / sorted()`` of a device tensor
+  iterate it and compare elements on the host, each comparison a ``bool()`` readback (GP §1:
+  ``bool((x > 3).any())`` 7.98 ms).
 - Data-dependent shapes: the operators torch tags ``dynamic_output_shape`` /
   ``data_dependent_output`` (``scan/syncing_ops.toml``, the list the simulated accelerator uses
   too: ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` without ``output_size``,
@@ -26,7 +30,12 @@ H200 (../shared/reference/gpu-physics.md §1, "GP" below):
   (vLLM's own copy checker flags it; GP §2b: pageable H2D holds 0.80-16.25 ms); a copy between
   host and device that changes the dtype or reads a strided slice of a pinned buffer
   (``pinned[:, 0]``, ``pinned[idx]``): torch first makes a dense, converted temporary in pageable
-  memory, so the pinned buffer does not help (GP §3: pageable copies block).
+  memory, so the pinned buffer does not help (GP §3: pageable copies block). So do
+  ``x.to(device, dtype=other)`` of a host tensor (converted on the host first), ``pinned[rows]``
+  with a list or an array of rows (advanced indexing gathers into a new pageable tensor: the
+  synchronous fallback of a host mirror that uploads its dirty rows), and ``x.to(dtype)`` of
+  a host tensor, which stays on the host in pageable memory (a mask built with numpy, converted,
+  then copied every step).
 
 ``with gpu_sync_allowed():`` is recorded on the site (it is reported) but is no guard: vLLM marks
 there the syncs its checker accepts, and the scan, like the serve level, lets such a sync pass only
@@ -61,6 +70,12 @@ _DEVICE_MODULES = ("torch.cuda", "torch.npu", "torch.xpu", "torch.mps", "torch.a
 # ``.numpy()`` is not one: it raises on a device tensor, so whatever it reads is on the host.
 _READBACKS = ("tolist", "item", "cpu")
 _SCALARS = ("int", "float", "bool")
+# Builtins that iterate a tensor and compare its elements (each comparison is a bool() readback)
+_ITERATING = ("max", "min", "any", "all", "sorted")
+# Tensor reductions: ``int(k.max())`` is a tensor read back even where ``k`` is a parameter
+# (a Python number has no ``.max()``); the callers' arguments say whether it is on the device
+_REDUCTIONS = frozenset({"max", "min", "sum", "any", "all", "amax", "amin", "mean", "prod",
+                         "argmax", "argmin", "count_nonzero", "norm"})
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
@@ -77,6 +92,12 @@ _GP = "../shared/reference/gpu-physics.md"
 _WHY = (
     ("bool mask", f"the result's size depends on device values, so the host reads them first "
                   f"({_GP} §1: x[x > 3] 8.10 ms behind an 8 ms kernel)"),
+    ("from a gather", "indexing with a list or an array of rows gathers them into a new tensor "
+                      "in pageable memory, so the pinned buffer does not help and the copy "
+                      f"blocks ({_GP} §3: pageable copies block)"),
+    ("() of a tensor", "Python iterates the tensor and compares its elements on the host: each "
+                       f"comparison reads a device value back ({_GP} §1: bool(...) of a device "
+                       "value 7.98 ms behind an 8 ms kernel)"),
     ("strided view", "a strided view is no single DMA: torch stages it through a pageable "
                      f"temporary, and pageable copies block ({_GP} §3)"),
     ("dtype change", "the conversion is made in a pageable temporary on the host first, so the "
@@ -145,6 +166,8 @@ class Assignment:
     made_by: str  # ``a.B`` for ``self.attr = a.B(...)``: the class the object may be
     conditions: tuple[Condition, ...]
     dtype: str | None = None
+    # ``self.forward = self.forward_native``: the method the attribute is bound to
+    alias: str = ""
 
 
 @dataclass
@@ -251,10 +274,14 @@ class FunctionWalker:
             # x = Event() if self.use_async_scheduling else None
             stack = (*stack, self._condition(value.test, positive=is_none(value.orelse)))
             value = value.orelse if is_none(value.body) else value.body
-        made_by = dotted(value.func) if isinstance(value, ast.Call) else ""
+        element = value.elt if isinstance(value, ast.ListComp) else (
+            value.elts[0] if isinstance(value, ast.List) and value.elts else value)
+        # self.tables = [Table(...) for ...]: calls on its items land in Table
+        made_by = dotted(element.func) if isinstance(element, ast.Call) else ""
+        alias = value.attr if _self_attribute(value) else ""  # type: ignore[union-attr]
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
-            made_by, stack, self.values.dtype(value),
+            made_by, stack, self.values.dtype(value), alias,
         ))
 
     def _allowed_context(self, node: ast.expr) -> bool:
@@ -322,6 +349,9 @@ class FunctionWalker:
                 and receiver.func.id == "super"
             ):
                 self._record("super", func.attr, node, stack)
+            elif (chain := self._self_chain(receiver, 0)) is not None:
+                # self.input_batch.block_table.commit(), for t in self.tables: t.commit()
+                self._record("chain", ".".join([*chain, func.attr]), node, stack)
             elif (
                 func.attr not in _READBACKS
                 and not func.attr.startswith("_")
@@ -341,6 +371,39 @@ class FunctionWalker:
                 self.facts.calls.append(Call("self", bound.attr, stack, node.lineno))
             if func.id in _SCALARS and len(node.args) == 1:
                 self._readback(node, node.args[0], f"{func.id}()", stack, scalar=True)
+            elif func.id in _ITERATING:
+                self._iterated(node, func.id, stack)
+
+    def _iterated(self, node: ast.Call, name: str, stack: tuple[Condition, ...]) -> None:
+        """``max(t)``, ``sorted(t)``, ``max(a, b)`` of device tensors: element comparisons."""
+        if any(self.values.place(a) is Place.DEVICE for a in node.args
+               if not isinstance(a, ast.Starred)):
+            self._site(node, SyncKind.BLOCKING_READBACK, f"{name}() of a tensor", stack)
+
+    def _self_chain(self, node: ast.expr, depth: int) -> list[str] | None:
+        """``self.a.b`` -> [a, b]; ``self.xs[0]`` and a loop variable over ``self.xs`` ->
+        [xs, []]; None unless the chain starts at ``self`` and is two links or longer."""
+        parts: list[str] = []
+        while depth < 4:
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                parts.append("[]")
+                node = node.value
+            elif isinstance(node, ast.Name) and node.id != "self":
+                origin = self.values.origin(node.id)
+                if origin is None:
+                    return None
+                value, element = origin
+                if element:
+                    parts.append("[]")
+                node, depth = value, depth + 1
+            else:
+                break
+        if not (isinstance(node, ast.Name) and node.id == "self") or len(parts) < 2:
+            return None
+        return parts[::-1]
 
     def _readback(
         self, node: ast.AST, value: ast.expr, api: str, stack: tuple[Condition, ...],
@@ -349,11 +412,16 @@ class FunctionWalker:
         """A read of ``value`` to the host; a parameter's callers decide where it lives."""
         place = self.values.place(value)
         param = self.values.param(value) or ""
+        reduced = scalar and bool(param) and isinstance(value, ast.Call) and isinstance(
+            value.func, ast.Attribute) and value.func.attr in _REDUCTIONS
         if place is Place.DEVICE or (param and not scalar) or (place is Place.UNKNOWN
                                                              and not scalar):
             self._site(node, SyncKind.BLOCKING_READBACK, api, stack,
                        known=place is Place.DEVICE, on_self=_on_self(value), param=param,
                        host=place is Place.HOST)
+        elif reduced and place is not Place.HOST:
+            # int(k.max()) of a parameter: a finding only where a caller passes a device value
+            self._site(node, SyncKind.BLOCKING_READBACK, api, stack, param=param, host=True)
 
     def _data_dependent(self, node: ast.Call, func: ast.Attribute,
                         stack: tuple[Condition, ...]) -> None:
@@ -408,6 +476,17 @@ class FunctionWalker:
         unknown pinning (an attribute of an object the scan cannot see) is not judged."""
         values = self.values
         if values.place(source) is not Place.HOST:
+            return
+        if values.gathers(source):
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a gather", stack)
+            return
+        given = keyword(node, "dtype") if api.startswith("Tensor.to") else None
+        if given is None and api.startswith("Tensor.to") and len(node.args) > 1:
+            given = node.args[1]  # x.to(device, torch.int64)
+        source_dtype = values.dtype(source)
+        if given is not None and source_dtype is not None and dotted(given) not in (
+                source_dtype, ""):
+            self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(device, dtype change)", stack)
             return
         if values.pin(source) is Pin.PAGEABLE:
             self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack)
@@ -478,6 +557,11 @@ def _targets_device(call: ast.Call, method: str) -> bool:
         return isinstance(target.value, str) and target.value.split(":")[0] in (
             "cuda", "npu", "xpu")
     return "device" in name.rpartition(".")[2].lower()
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
 
 
 def _on_self(node: ast.expr) -> bool:

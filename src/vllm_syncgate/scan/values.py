@@ -69,6 +69,9 @@ _MASK_CALLS = frozenset(
     {"isnan", "isinf", "isfinite", "isin", "logical_and", "logical_or", "logical_not",
      "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "bool"}
 )
+# Calls that make an array of indices (``buf[np.arange(n)]`` gathers, ``buf[:n]`` does not)
+_INDEX_MAKERS = frozenset({"array", "asarray", "arange", "nonzero", "where", "flatnonzero",
+                           "argsort", "tensor", "as_tensor", "from_numpy", "unique"})
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "Tensor"})
 _HOST_ANNOTATIONS = frozenset(
     [
@@ -139,6 +142,24 @@ def targets_cpu(call: ast.Call) -> bool:
     return False
 
 
+def is_dtype(node: ast.expr) -> bool:
+    """``torch.int32``, ``np.float16``, ``x.dtype``, a name with "dtype" in it: a dtype."""
+    name = dotted(node)
+    leaf = name.rpartition(".")[2].lower()
+    return (name.startswith(("torch.", "np.", "numpy.")) and not leaf.endswith("device")) or (
+        "dtype" in leaf)
+
+
+def moves_to_device(call: ast.Call) -> bool:
+    """Whether ``x.to(...)`` may move ``x`` to the device: not for a dtype alone
+    (``x.to(torch.float16)``, ``x.to(kv_dtype)``), which converts where ``x`` lives."""
+    if targets_cpu(call):
+        return False
+    if keyword(call, "device") is not None:
+        return True
+    return bool(call.args) and not is_dtype(call.args[0])
+
+
 def constructed_kind(node: ast.expr) -> str | None:
     """``"event"`` for ``torch.cuda.Event(...)`` and friends, ``"stream"`` for streams."""
     if isinstance(node, ast.Call):
@@ -172,6 +193,7 @@ class Facts:
     # both store a ``positions_cpu``, one pinned and one not, do not make each other unknown
     owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
     owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
+    owner_place: dict[tuple[int, str], Place] = field(default_factory=dict)
 
 
 class ValueModel:
@@ -287,7 +309,8 @@ class ValueModel:
                 else Place.UNKNOWN
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
-                known = self.facts.place.get(node.attr, Place.UNKNOWN)
+                own = self._owned(self.facts.owner_place, node.attr)
+                known = own if own is not None else self.facts.place.get(node.attr, Place.UNKNOWN)
                 return known if known is not Place.UNKNOWN else self._name_place(node.attr)
             own = self._name_place(node.attr)  # the .cpu / .gpu / .np halves of a staged buffer
             if own is not Place.UNKNOWN and node.attr in ("cpu", "gpu", "np", "numpy"):
@@ -337,7 +360,7 @@ class ValueModel:
             # blk_table.slot_mapping_cpu: what the scanned classes that store one say
             return self.facts.pin.get(node.attr, Pin.UNKNOWN)
         if isinstance(node, ast.Subscript):
-            return self.pin(node.value)
+            return Pin.PAGEABLE if self.gathers(node) else self.pin(node.value)
         if isinstance(node, ast.IfExp):
             pins = {self.pin(v) for v in (node.body, node.orelse) if not is_none(v)}
             return pins.pop() if len(pins) == 1 else Pin.UNKNOWN
@@ -345,6 +368,9 @@ class ValueModel:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
                 return Pin.PINNED
+            if (isinstance(func, ast.Attribute) and func.attr == "to" and not moves_to_device(node)
+                    and not targets_cpu(node) and self.place(func.value) is Place.HOST):
+                return Pin.PAGEABLE  # x.to(dtype): a converted copy in pageable memory
             if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
                 return self.pin(func.value)
             name = dotted(func)
@@ -435,6 +461,41 @@ class ValueModel:
                 return False
             return self.contiguous(node.value)
         return True
+
+    def origin(self, name: str) -> tuple[ast.expr, bool] | None:
+        """What a local bound once stands for: ``t = self.a.b`` -> (``self.a.b``, False),
+        ``for t in self.tables`` -> (``self.tables``, True: one item of it)."""
+        found = bound_once(self._scope).get(name) if self._scope is not None else None
+        if found is None:
+            return None
+        value, how = found
+        if how is None and isinstance(value, ast.Attribute | ast.Subscript):
+            return value, False
+        if how == "element":
+            return value, True
+        return None
+
+    def gathers(self, node: ast.expr) -> bool:
+        """``buf[rows]`` with a list, an array or a tensor of indices on the host: advanced
+        indexing copies the rows into a new tensor (pageable), it is no view of ``buf``."""
+        if not isinstance(node, ast.Subscript):
+            return False
+        keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return any(self._indices(key, 0) for key in keys)
+
+    def _indices(self, node: ast.expr, depth: int) -> bool:
+        """A collection of indices (not one index, not a slice, not a mask)."""
+        if isinstance(node, ast.List | ast.ListComp):
+            return True
+        if isinstance(node, ast.Call):
+            name = dotted(node.func)
+            leaf = name.rpartition(".")[2]
+            return name in ("sorted", "list", "tuple") or leaf == "tolist" or (
+                name.partition(".")[0] in _NUMPY_MODULES | {"torch"} and leaf in _INDEX_MAKERS)
+        if isinstance(node, ast.Name) and depth < 3 and self._scope is not None:
+            value, how = bound_once(self._scope).get(node.id, (None, "none"))
+            return how is None and value is not None and self._indices(value, depth + 1)
+        return False
 
     def is_mask(self, node: ast.expr) -> bool:
         """A boolean tensor used as an index: ``x[x > 3]``, ``x[~done]``, ``x[mask]``."""
@@ -579,7 +640,8 @@ class ValueModel:
                 if targets_cpu(node):
                     return Place.HOST
                 receiver = self.place(func.value)
-                return Place.DEVICE if receiver is Place.HOST and node.args else receiver
+                return Place.DEVICE if receiver is Place.HOST and moves_to_device(node) \
+                    else receiver
             if isinstance(func.value, ast.Name) and func.value.id == "self":
                 returned = self._returned(node, None)
                 if returned is not Place.UNKNOWN:
@@ -641,6 +703,21 @@ def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
                     else 0
             found.extend((name, value, how, line) for name, value, how in _bindings_of(node))
         func._syncgate_bindings = found  # type: ignore[union-attr]
+    return found
+
+
+def bound_once(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[ast.expr, str | None]]:
+    """Locals bound exactly once, to a value: name -> (value, how). Kept on the node."""
+    found: dict | None = getattr(func, "_syncgate_once", None)
+    if found is None:
+        counts: dict[str, int] = {}
+        values: dict[str, tuple[ast.expr, str | None]] = {}
+        for name, value, how, _line in bindings(func):
+            counts[name] = counts.get(name, 0) + 1
+            if value is not None:
+                values[name] = (value, how)
+        found = {name: v for name, v in values.items() if counts[name] == 1}
+        func._syncgate_once = found  # type: ignore[union-attr]
     return found
 
 

@@ -2,7 +2,7 @@
 and the mode guards it misjudged, in shapes of our own.
 
 Only the worker package is named on the command line; the sampler is found through its imports.
-Each ``# expect: KIND GUARD FAMILY`` line names the rule family that must report it.
+Each marked line (``expect:`` kind, guard, rule family) names the family that must report it.
 """
 
 import numpy as np
