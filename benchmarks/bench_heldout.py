@@ -2,22 +2,25 @@
 
 A split is a labels file (``--labels``, default the first split tests/data/scan/heldout/
 labels.toml; the second, tests/data/scan/heldout2/, was labelled after the first had been seen;
-the third, tests/data/scan/heldout3/, holds vLLM release pairs). Held-out commits come from a
-local git clone of vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone
+the third, tests/data/scan/heldout3/, holds vLLM release pairs; the fourth, tests/data/scan/
+heldout4/, commits and pairs whose sites lie beyond the scan's default scope, in attention
+metadata builders and ops, each item naming the ``paths`` its scan needs). Held-out commits come
+from a local git clone of vllm-ascend (``--git``; CI has no GitHub, so this runs where a clone
 exists): the parent and the fix are extracted with ``git archive`` (vllm_ascend/worker, sample,
 spec_decode and the commit's extra paths) into ``<cache>/heldout/<sha>/`` and scanned as a user
-would, ``vllm_ascend/worker`` plus the commit's extra paths, with the vLLM release it builds on
-(its CPU wheel's v1/worker) and the npu budget. A ``default`` site is recalled when the parent
-fails the gate on it and the fix is clean there; a ``mode`` site failing is a false alarm.
-Held-out releases (CPU wheels from the index) registered 0 default sites, so each of their
-failing sites is a false alarm. A release pair (``[[pair]]``: a sync in release ``before`` gone
-or fixed in the next release ``after``) is judged like a commit: both releases' trees (the
-sweep's extracted wheels) are scanned with the pair's paths and profile, ``before`` standing for
-the parent and ``after`` for the fix. Failing sites of the commit and pair trees that no label
-names are counted apart (``unlabelled``; summary key ``unlabelled_commit_sites``): judging them
-after the fact would not be held out. Prints a table, writes
-benchmarks/results/<split>-<tag>.json and, with --write, results.toml next to the labels file
-(the figures the test checks).
+would, ``vllm_ascend/worker`` plus the commit's extra paths (or the commit's own ``paths``), with
+the vLLM release it builds on (its CPU wheel's v1/worker) and the npu budget. A ``default`` site
+is recalled when the parent fails the gate on it and the fix is clean there; a ``mode`` site
+failing is a false alarm. Held-out releases (CPU wheels from the index) registered 0 default
+sites, so each of their failing sites is a false alarm. A release pair (``[[pair]]``: a sync in
+release ``before`` gone or fixed in the next release ``after``) is judged like a commit: both
+releases' trees (the sweep's extracted wheels, or the wheels extracted again into
+``<cache>/heldout-attn/`` when the pair's paths reach beyond what the sweep keeps) are scanned
+with the pair's paths and profile, ``before`` standing for the parent and ``after`` for the fix.
+Failing sites of the commit and pair trees that no label names are counted apart
+(``unlabelled``; summary key ``unlabelled_commit_sites``): judging them after the fact would not
+be held out. Prints a table, writes benchmarks/results/<split>-<tag>.json and, with --write,
+results.toml next to the labels file (the figures the test checks).
 
     .venv/bin/python benchmarks/bench_heldout.py --git /path/to/vllm-ascend [--write] [--tag after]
         [--labels tests/data/scan/heldout2/labels.toml]
@@ -27,6 +30,7 @@ benchmarks/results/<split>-<tag>.json and, with --write, results.toml next to th
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from _table import emit
+from vllm_syncgate.release_files import fetch_members
 from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.corpus import (
     evaluate,
@@ -50,7 +55,7 @@ from vllm_syncgate.scan.corpus import (
     source_root,
     totals,
 )
-from vllm_syncgate.scan.sweep import failing_sites, find, release_root
+from vllm_syncgate.scan.sweep import PROJECTS, failing_sites, find, release_root
 from vllm_syncgate.tomlfile import read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,8 +136,13 @@ def _scan(root: Path, commit: dict[str, Any]) -> dict:
     if commit.get("base"):
         project, _, version = commit["base"].partition("==")
         base = release_root(find(project, version))
-    paths = ("vllm_ascend/worker", *commit.get("extra_paths", ()))
-    return scan_tree(root, paths, "npu", base).sites
+    return scan_tree(root, _paths(commit), "npu", base).sites
+
+
+def _paths(commit: dict[str, Any]) -> tuple[str, ...]:
+    """What a commit's scan reads: its own ``paths`` (split 4), else the runner's package and
+    the commit's extra paths."""
+    return tuple(commit.get("paths") or ("vllm_ascend/worker", *commit.get("extra_paths", ())))
 
 
 def _failing_at(sites: dict, root: Path, file: str, function: str, code: str) -> bool:
@@ -143,14 +153,19 @@ def _failing_at(sites: dict, root: Path, file: str, function: str, code: str) ->
     )
 
 
+def _item_name(commit: dict[str, Any]) -> str:
+    """A commit's row name: ``#<pr> <sha10>``, the SHA alone for a commit without a PR number."""
+    return f"#{commit['pr']} {commit['sha'][:10]}" if commit.get("pr") else commit["sha"][:10]
+
+
 def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
-    extra = list(commit.get("extra_paths", ()))
+    extra = [p for p in _paths(commit) if p not in TREE]
     started = time.perf_counter()
     before_root = _tree(git, commit["parent"], extra)
     after_root = _tree(git, commit["sha"], extra)
     before = (before_root, _scan(before_root, commit))
     after = (after_root, _scan(after_root, commit))
-    rows = _judge(f"#{commit['pr']} {commit['sha'][:10]}", "commit", commit["site"], before, after,
+    rows = _judge(_item_name(commit), "commit", commit["site"], before, after,
                   "vllm-ascend")
     rows[0]["seconds"] = round(time.perf_counter() - started, 1)
     return rows
@@ -161,13 +176,27 @@ def _pair(pair: dict[str, Any]) -> list[dict[str, Any]]:
     started = time.perf_counter()
     scanned = []
     for source in (pair["before"], pair["after"]):
-        project, _, version = source.partition("==")
-        root = release_root(find(project, version))
+        root = _release_tree(source, pair["paths"])
         scanned.append((root, scan_tree(root, tuple(pair["paths"]), pair["profile"]).sites))
     project = pair["before"].partition("==")[0]
     rows = _judge(f"{pair['before']} -> {pair['after']}", "pair", pair["site"], *scanned, project)
     rows[0]["seconds"] = round(time.perf_counter() - started, 1)
     return rows
+
+
+def _release_tree(source: str, paths: list[str]) -> Path:
+    """``source``'s extracted wheel: the sweep's tree when it keeps ``paths``, else the wheel
+    extracted again with ``paths`` added (under ``<cache>/heldout-attn/``)."""
+    project, _, version = source.partition("==")
+    item = find(project, version)
+    keep = PROJECTS[project].keep
+    extra = [p for p in paths if not any(p == k or p.startswith(k) or (p + "/").startswith(k)
+                                         for k in keep)]
+    if not extra:
+        return release_root(item)
+    wanted = (*keep, *(p if p.endswith(".py") else f"{p}/" for p in extra))
+    kept = hashlib.sha256("\0".join(wanted).encode()).hexdigest()[:8]
+    return fetch_members(item, wanted, user_cache_dir() / "heldout-attn" / f"{project}-{version}-{kept}")
 
 
 def _judge(item: str, kind: str, labelled: list[dict[str, Any]], before: tuple[Path, dict],

@@ -1,9 +1,12 @@
 """The held-out splits (tests/data/scan/heldout*/): labels written from upstream diffs before any
 scan of them, kept apart from the in-sample corpus and from every earlier split (a later split
 exists because the earlier one was seen), and the figures benchmarks/bench_heldout.py wrote for
-them agree with the labels. An item is a sync-fix commit (splits 1 and 2, vllm-ascend; the scan
-needs a clone, not in CI) or a release pair (split 3, vLLM: a sync in one release, gone in the
-next); held-out releases come from the package index, so the slow test re-scans them and fails
+them agree with the labels. An item is a sync-fix commit (splits 1, 2 and 4, vllm-ascend; the
+scan needs a clone, not in CI) or a release pair (splits 3 and 4, vLLM: a sync in one release,
+gone in the next). Split 4 holds the fixes beyond the scan's present scope (attention metadata
+builders and ops), some of which an earlier split excluded for that scope: an item an earlier
+split excluded may be labelled later when the later split names it as taken, an item an earlier
+split used never. Held-out releases come from the package index, so the slow test re-scans them and fails
 when they fail on more sites than the recorded figures. Each check is a function of the data, so
 the mutant tests can show it failing on a broken labels or results file."""
 
@@ -24,12 +27,12 @@ from vllm_syncgate.tomlfile import read_toml
 
 DATA = Path(__file__).parents[2] / "data"
 # in labelling order: a split may not reuse a commit of any split before it
-SPLITS = ("heldout", "heldout2", "heldout3")
+SPLITS = ("heldout", "heldout2", "heldout3", "heldout4")
 # the least each split holds (the later ones are smaller: the pool of unused sync fixes in the
 # scanned packages ran out, and vLLM's own default path had almost none to fix; see each
 # `excluded` list): guards against labels lost by an edit
 MINIMUM = {"heldout": {"items": 12, "default": 5}, "heldout2": {"items": 9, "default": 3},
-           "heldout3": {"items": 8, "default": 1}}
+           "heldout3": {"items": 8, "default": 1}, "heldout4": {"items": 8, "default": 12}}
 KINDS = {"device_sync", "stream_sync", "event_sync", "blocking_readback", "blocking_copy"}
 ITEM_KINDS = ("commit", "pair")  # the rows bench_heldout writes per labelled site
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -53,7 +56,8 @@ def _corpus_text() -> str:
 
 def _items(labels: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Each commit and release pair of a split with the name bench_heldout gives its rows."""
-    return ([(f"#{c['pr']} {c['sha'][:10]}", c) for c in labels.get("commit", [])]
+    return ([(f"#{c['pr']} {c['sha'][:10]}" if c.get("pr") else c["sha"][:10], c)
+             for c in labels.get("commit", [])]
             + [(f"{p['before']} -> {p['after']}", p) for p in labels.get("pair", [])])
 
 
@@ -68,7 +72,7 @@ def check_split_recorded(labels: dict[str, Any], earlier: list[dict[str, Any]]) 
     seen = " ".join(split.get("seen", []))
     for before in earlier:  # every item of an earlier split is named as seen
         for commit in before.get("commit", []):
-            assert commit["sha"][:10] in seen, commit["pr"]
+            assert commit["sha"][:10] in seen, commit["sha"]
         for pair in before.get("pair", []):
             assert f"{pair['before']} -> {pair['after']}" in seen, pair["before"]
 
@@ -91,6 +95,7 @@ def check_sites(labels: dict[str, Any], minimum: dict[str, int]) -> None:
         if "sha" in item:
             assert SHA.match(item["sha"]), name
             assert SHA.match(item["parent"]), name
+            assert item.get("paths", ["a path"]), name  # when a commit names its paths, some
         else:
             _check_pair(item)
         assert item["site"], name
@@ -117,20 +122,28 @@ def _rejected(entry: str) -> list[str]:
     return names
 
 
+def _names(entries: list[str]) -> set[str]:
+    return {n for e in entries for n in _rejected(e) if n != "/"}
+
+
 def check_disjoint(labels: dict[str, Any], earlier: list[dict[str, Any]], corpus: str,
                    releases: list[Release]) -> None:
-    """No commit of the split is in the corpus, in an earlier split, or rejected by its own or an
-    earlier split's `excluded` list; no release pair is in an earlier split, names an in-sample
+    """No commit of the split is in the corpus, in an earlier split, or rejected by its own
+    `excluded` list or by an earlier split's unless the split names it in
+    `taken_from_earlier_excluded` (an earlier split excluded it for scope; each name there must
+    be one an earlier split excluded); no release pair is in an earlier split, names an in-sample
     PR, or labels a site the corpus labels in a release of the pair (``releases``: the corpus)."""
     in_sample = " ".join(labels["split"]["in_sample"]) + " " + corpus
     used = " ".join(f"{name} " for b in earlier for name, _ in _items(b))
-    excluded = " ".join(n for b in [*earlier, labels] for e in b["split"].get("excluded", [])
-                        for n in _rejected(e))
+    taken = _names(labels["split"].get("taken_from_earlier_excluded", []))
+    earlier_excluded = _names([e for b in earlier for e in b["split"].get("excluded", [])])
+    assert taken <= earlier_excluded, sorted(taken - earlier_excluded)
+    excluded = " ".join(sorted((earlier_excluded - taken) | _names(labels["split"].get("excluded", []))))
     for commit in labels.get("commit", []):
-        for name in (f"#{commit['pr']}", commit["sha"][:10]):
-            assert not re.search(rf"{re.escape(name)}\b", in_sample), commit["pr"]
-            assert not re.search(rf"{re.escape(name)}\b", used), commit["pr"]
-            assert not re.search(rf"{re.escape(name)}\b", excluded), commit["pr"]
+        for name in [commit["sha"][:10], *([f"#{commit['pr']}"] if commit.get("pr") else [])]:
+            assert not re.search(rf"{re.escape(name)}\b", in_sample), commit["sha"]
+            assert not re.search(rf"{re.escape(name)}\b", used), commit["sha"]
+            assert not re.search(rf"{re.escape(name)}\b", excluded), commit["sha"]
     for pair in labels.get("pair", []):
         name = f"{pair['before']} -> {pair['after']}"
         assert name not in used, name
@@ -306,6 +319,37 @@ def test_a_later_split_not_naming_an_earlier_pair_as_seen_fails():
     labels, earlier = _third()  # as if a fourth split came after the third
     with pytest.raises(AssertionError):
         check_split_recorded(labels, [*earlier, _labels(SPLITS[2])])
+
+
+def _fourth() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return copy.deepcopy(_labels(SPLITS[3])), _earlier(SPLITS[3])
+
+
+def test_an_earlier_exclusion_taken_without_saying_so_fails():
+    labels, earlier = _fourth()
+    check_disjoint(labels, earlier, _corpus_text(), _corpus())  # as committed: passes
+    labels["split"]["taken_from_earlier_excluded"] = []
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
+
+
+def test_taking_what_no_earlier_split_excluded_fails():
+    labels, earlier = _fourth()
+    used = earlier[0]["commit"][0]  # used by split 1, never excluded: not a thing to take
+    labels["split"]["taken_from_earlier_excluded"].append(f"{used['sha'][:10]} #{used['pr']} taken")
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
+
+
+def test_an_item_an_earlier_split_used_is_never_reused_even_when_it_also_excluded_it():
+    labels, earlier = _fourth()
+    earlier = copy.deepcopy(earlier)
+    used = earlier[0]["commit"][0]
+    earlier[1]["split"]["excluded"].append(f"{used['sha'][:10]} #{used['pr']} excluded later")
+    labels["split"]["taken_from_earlier_excluded"].append(f"{used['sha'][:10]} #{used['pr']} taken")
+    labels["commit"].append(copy.deepcopy(used))
+    with pytest.raises(AssertionError):
+        check_disjoint(labels, earlier, _corpus_text(), _corpus())
 
 
 @pytest.mark.parametrize("split", SPLITS)
