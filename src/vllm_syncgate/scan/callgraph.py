@@ -246,6 +246,11 @@ class _Analysis:
     def __init__(self, index: SourceIndex, config: ScanConfig) -> None:
         self.index = index
         self.config = config
+        self._properties = frozenset(
+            m.name for cls in index.classes for m in cls.methods.values() if _is_property(m.node))
+        # (module, class name) -> classes a module-level patch puts in its place
+        # (``vllm.v1.worker.gpu.buffer_utils.UvaBuffer = UvaBufferWrapper`` in a plugin)
+        self._patches = _patched_classes(index)
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
         assignments: list[Assignment] = []
@@ -338,7 +343,7 @@ class _Analysis:
         else:
             cls = self.index.resolve_class(module, name)
             if cls is not None:
-                return [cls]
+                return [cls, *self._patches.get((cls.module.name, cls.name), [])]
             factory = self.index.resolve_function(module, name)
         if factory is None:
             return []
@@ -363,7 +368,8 @@ class _Analysis:
 
     def _walker(self, facts: Facts, returns: _ReturnPlaces | None) -> FunctionWalker:
         values = ValueModel(self.config, facts, returns)
-        return FunctionWalker(self.config, values, GuardEvaluator(self.config, facts))
+        return FunctionWalker(self.config, values, GuardEvaluator(self.config, facts),
+                              self._properties)
 
     def _warmup(self, function: FunctionInfo) -> bool:
         return self.config.warmup_functions.match(function.name)
@@ -396,7 +402,8 @@ class _Analysis:
             attr, _, method = call.name.partition(".")
             return self._attr_calls(ctx, attr, method)
         if call.how == "chain":
-            return self._chain_calls(ctx, call.name)
+            nodes = self._chain_calls(ctx, call.name)
+            return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
         if call.how == "object":
             owners = self.index.record_methods(call.name)
             return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []
@@ -739,6 +746,28 @@ class _ReturnPlaces:
             if value is not None and not is_none(value):
                 places.add(model.place(value))
         return places.pop() if len(places) == 1 else Place.UNKNOWN
+
+
+def _is_property(node: ast.AST) -> bool:
+    return any(dotted(d).rpartition(".")[2] in ("property", "cached_property")
+               for d in getattr(node, "decorator_list", []))
+
+
+def _patched_classes(index: SourceIndex) -> dict[tuple[str, str], list[ClassInfo]]:
+    """``pkg.module.Name = Local`` at a module's top level, ``Local`` a scanned class: objects
+    built as ``Name(...)`` in ``pkg.module`` may be ``Local`` (a plugin's patch of vLLM)."""
+    found: dict[tuple[str, str], list[ClassInfo]] = {}
+    for module in index.modules:
+        for statement in module.tree.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Attribute)
+                    and isinstance(statement.value, ast.Name)):
+                continue
+            target = statement.targets[0]
+            cls = index.resolve_class(module, statement.value.id)
+            if cls is not None and dotted(target.value):
+                found.setdefault((dotted(target.value), target.attr), []).append(cls)
+    return found
 
 
 def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:

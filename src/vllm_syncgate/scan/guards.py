@@ -255,6 +255,10 @@ class GuardEvaluator:
         if subject.guard is Guard.SPECULATION and subject.value is False and not numeric:
             # spec_config.method == "eagle": without speculation there is no config to match
             return subject
+        if subject.guard is Guard.OPT_IN and subject.value is False and isinstance(
+                right, ast.Constant) and right.value and isinstance(op, ast.Eq | ast.NotEq):
+            # enable_x == 1: a switch that is off equals no "on" value
+            return subject if isinstance(op, ast.Eq) else subject.negate()
         return UNKNOWN
 
     def atom(self, node: ast.expr) -> Truth:
@@ -358,7 +362,11 @@ class GuardEvaluator:
         )
 
     def _single(self, node: ast.expr) -> Guard | None:
-        """The mode a name leaves when it is not 1 (``max_gen_len``, ``dp_size``), if any."""
+        """The mode a name leaves when it is not 1 (``max_gen_len``, ``dp_size``), if any; a
+        product of such sizes (``dcp_world_size * pcp_world_size``) is 1 when each is."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            sides = [self._single(node.left), self._single(node.right)]
+            return None if None in sides else max(sides, key=lambda g: g.rank)  # type: ignore[arg-type,union-attr]
         names = _chain(node) if isinstance(node, ast.Name | ast.Attribute) else []
         if not names:
             return None

@@ -153,6 +153,7 @@ class Call:
     node: ast.Call | None = None  # its arguments are judged only when a callee needs them
     # "object": ``x.method()`` on a value the device computed (``logprobs_tensors.tolists()``),
     # resolved to the one record class (NamedTuple, dataclass) that defines ``method``
+    load: bool = False  # an attribute read (``buf.uva``): lands only in a property
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,13 @@ def strongest(conditions: tuple[Condition, ...]) -> Guard:
 class FunctionWalker:
     """One pass over a function body; the value model must be bound to that function."""
 
-    def __init__(self, config: ScanConfig, values: ValueModel, guards: GuardEvaluator) -> None:
+    def __init__(self, config: ScanConfig, values: ValueModel, guards: GuardEvaluator,
+                 properties: frozenset[str] = frozenset()) -> None:
         self.config = config
         self.values = values
         self.guards = guards
+        # names of the scanned classes' properties: reading ``self.buf.uva`` runs one
+        self.properties = properties
 
     def walk(self, node: FunctionNode, sites: bool = True, context: object = None) -> FunctionFacts:
         """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only.
@@ -310,6 +314,14 @@ class FunctionWalker:
         if isinstance(node, ast.Call):
             self._call(node, stack)
         elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.properties
+            and (chain := self._self_chain(node.value, 0, links=1)) is not None
+        ):
+            # buf.uva where buf is an item of self._bufs: the property's body runs here
+            self.facts.calls.append(Call("chain", ".".join([*chain, node.attr]), stack,
+                                         node.lineno, None, load=True))
+        elif (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
             and self.values.is_mask(node.slice)
@@ -380,9 +392,9 @@ class FunctionWalker:
                if not isinstance(a, ast.Starred)):
             self._site(node, SyncKind.BLOCKING_READBACK, f"{name}() of a tensor", stack)
 
-    def _self_chain(self, node: ast.expr, depth: int) -> list[str] | None:
+    def _self_chain(self, node: ast.expr, depth: int, links: int = 2) -> list[str] | None:
         """``self.a.b`` -> [a, b]; ``self.xs[0]`` and a loop variable over ``self.xs`` ->
-        [xs, []]; None unless the chain starts at ``self`` and is two links or longer."""
+        [xs, []]; None unless the chain starts at ``self`` and has ``links`` links or more."""
         parts: list[str] = []
         while depth < 4:
             if isinstance(node, ast.Attribute):
@@ -401,7 +413,7 @@ class FunctionWalker:
                 node, depth = value, depth + 1
             else:
                 break
-        if not (isinstance(node, ast.Name) and node.id == "self") or len(parts) < 2:
+        if not (isinstance(node, ast.Name) and node.id == "self") or len(parts) < links:
             return None
         return parts[::-1]
 

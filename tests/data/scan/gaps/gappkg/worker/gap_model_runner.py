@@ -12,6 +12,7 @@ from vllm.config import CUDAGraphMode
 from gappkg.sample.sampler import GapSampler
 from gappkg.worker.block_table import GapInputBatch
 from gappkg.worker.host_mirror import HostMirror
+from gappkg.worker.staging import ViewPool
 
 
 class GapModelRunner:
@@ -24,6 +25,7 @@ class GapModelRunner:
         self.sampler = GapSampler()
         self.input_batch = GapInputBatch([64, 64], device)
         self.mirror = HostMirror(8, 64, device)
+        self.lengths = ViewPool(64, device)
 
     @staticmethod
     def make_mask(dtype, mask_device, seq_lens: list[int]) -> torch.Tensor:
@@ -40,7 +42,8 @@ class GapModelRunner:
         positions = self.input_batch.block_table.positions_to_device(None, self.device)
         mask = self.make_mask(self.model_config.dtype, self.device, scheduler_output.seq_lens)
         table = self.mirror.upload()
-        hidden = self.model(positions, mask, table)
+        lengths = self.lengths.publish(scheduler_output.seq_lens)
+        hidden = self.model(positions, mask, table, lengths)
         logits = self.model.compute_logits(hidden)
         sampled = self.sampler(logits, scheduler_output.sampling_metadata)
         self._after_forward(hidden, sampled)
