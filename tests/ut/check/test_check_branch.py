@@ -70,14 +70,15 @@ def test_update_states_helper_branch_fails_the_unit_level_and_is_untouched_witho
     assert done.returncode == 1, done.stdout + done.stderr
     assert marker.exists()  # the branch is what ran
     unit = doc["levels"]["unit"]
-    assert {c["name"] for c in unit["cases"] if not c["passed"]} == {"probes.update_states"}
-    [case] = [c for c in unit["cases"] if c["name"] == "probes.update_states"]
+    assert {c["name"] for c in unit["cases"] if not c["passed"]} == {
+        "probes.update_states[async]", "probes.update_states[sync]"}
+    [case] = [c for c in unit["cases"] if c["name"] == "probes.update_states[async]"]
     assert case["file"] == f"{unit['code']['overlay']}/vllm/{RUNNER}"
     assert case["line"] == line
     assert case["detail"].endswith(f"{RUNNER}:{line}:_process_encoder_cache_scheduler_output")
     assert "blocking_readback: Tensor.tolist in 8/8 steps" in case["detail"]
     junit = (tmp_path / "r" / "junit.xml").read_text()
-    assert 'name="probes.update_states"' in junit
+    assert 'name="probes.update_states[async]"' in junit
     assert "_process_encoder_cache_scheduler_output" in junit
 
     marker.unlink()
@@ -87,7 +88,8 @@ def test_update_states_helper_branch_fails_the_unit_level_and_is_untouched_witho
     assert not marker.exists()
     assert _files(root) == before
     assert doc["levels"]["unit"]["code"]["tree"] is None
-    assert {c["name"]: c["passed"] for c in doc["levels"]["unit"]["cases"]}["probes.update_states"]
+    passing = {c["name"] for c in doc["levels"]["unit"]["cases"] if c["passed"]}
+    assert {"probes.update_states[async]", "probes.update_states[sync]"} <= passing
 
 def test_check_in_a_folder_holding_vllm_imports_nothing_from_it(tmp_path):
     """A fake vllm/ (layout of a tree, an __init__ that leaves a marker) where check runs."""

@@ -21,12 +21,12 @@ def test_installed_vllm_passes_every_probe(targets):
     assert report.passed, report.describe()
     assert [c.name for c in report.checks] == [
         "to_list", "async_output", "pinned_buffer[reqs=64,len=32]", "pinned_buffer[reqs=4,len=512]",
-        "update_states"]
+        "update_states[async]", "update_states[sync]"]
     assert report.checks[0].target == "vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list"
-    update = report.checks[-1]
-    assert update.target == "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"
-    # it ran on the simulated device: the sampling metadata's copies were issued asynchronously
-    assert int(update.detail.split("'copy_h2d_async': ")[1].rstrip("}")) > 0, update.detail
+    for update in report.checks[-2:]:
+        assert update.target == "vllm.v1.worker.gpu_model_runner:GPUModelRunner._update_states"
+        # it ran on the simulated device: the sampling metadata's copies were issued asynchronously
+        assert int(update.detail.split("'copy_h2d_async': ")[1].rstrip("}")) > 0, update.detail
 
 
 def _tolist_on_device(self, sampled_token_ids):
@@ -75,6 +75,15 @@ class ReadsDeviceInEncoderCacheFree:
         return super()._process_encoder_cache_scheduler_output(scheduler_output)
 
 
+class ReadsDeviceWithoutAsyncScheduling:
+    """A readback only where async scheduling is off, in the hook for finished requests."""
+
+    def _on_request_state_removed(self, req_id, req_state):
+        if not self.use_async_scheduling:
+            self.input_ids.gpu[:1].tolist()
+        return super()._on_request_state_removed(req_id, req_state)
+
+
 class SynchronizesOnFinish:
     """A device synchronize in the hook _update_states calls for each finished request only."""
 
@@ -91,17 +100,20 @@ def _with_mixin(targets, mixin):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("mixin", "method", "expected"), [
-    (ReadsDeviceInEncoderCacheFree, "_process_encoder_cache_scheduler_output",
-     "blocking_readback: Tensor.tolist in 8/8 steps"),
-    (SynchronizesOnFinish, "_on_request_state_removed",
+@pytest.mark.parametrize(("mixin", "method", "line", "modes", "expected"), [
+    (ReadsDeviceInEncoderCacheFree, "_process_encoder_cache_scheduler_output", 1,
+     ["async", "sync"], "blocking_readback: Tensor.tolist in 8/8 steps"),
+    (SynchronizesOnFinish, "_on_request_state_removed", 1, ["async", "sync"],
      "unexpected_sync: device_sync via torch.accelerator.synchronize in 2/8 steps (first: step 5"),
+    (ReadsDeviceWithoutAsyncScheduling, "_on_request_state_removed", 2, ["sync"],
+     "blocking_readback: Tensor.tolist in 2/8 steps (first: step 5"),
 ])
-def test_a_sync_in_a_helper_of_update_states_fails_at_its_line(targets, mixin, method, expected):
+def test_a_sync_in_a_helper_of_update_states_fails_at_its_line(targets, mixin, method, line, modes,
+                                                               expected):
     checks = {c.name: c for c in probe_vllm("cuda", _with_mixin(targets, mixin)).checks}
-    failed = checks["update_states"]
-    assert not failed.passed
-    assert failed.detail.startswith(expected), failed.detail
+    failing = [name for name, c in checks.items() if not c.passed]
+    assert failing == [f"update_states[{mode}]" for mode in modes]
     _, start = inspect.getsourcelines(getattr(mixin, method))
-    assert failed.site == f"{inspect.getsourcefile(mixin)}:{start + 1}:{method}"
-    assert [name for name, c in checks.items() if not c.passed] == ["update_states"]
+    for name in failing:
+        assert checks[name].detail.startswith(expected), checks[name].detail
+        assert checks[name].site == f"{inspect.getsourcefile(mixin)}:{start + line}:{method}"
