@@ -9,6 +9,8 @@ along ``type(self).__mro__`` (so an allow rule may cover a method's overrides in
 from __future__ import annotations
 
 import enum
+import functools
+import os
 import sys
 from dataclasses import dataclass
 from types import CodeType, FrameType
@@ -82,7 +84,7 @@ class CallSite:
     def from_frame(cls, frame: FrameType) -> CallSite:
         code = frame.f_code
         return cls(
-            file=code.co_filename,
+            file=source_file(code.co_filename),
             line=frame.f_lineno,
             function=code.co_name,
             module=str(frame.f_globals.get("__name__", "")),
@@ -93,6 +95,16 @@ class CallSite:
     @classmethod
     def unknown(cls) -> CallSite:
         return cls(file="<unknown>", line=0, function="<unknown>")
+
+
+@functools.lru_cache(maxsize=4096)
+def source_file(filename: str) -> str:
+    """The file a user edits for code run from ``filename``: a ``--source`` tree's module runs
+    through a symlink in its overlay (a cache folder), and is reported at the tree's own file."""
+    try:
+        return os.path.realpath(filename) if os.path.islink(filename) else filename
+    except OSError:
+        return filename
 
 
 _OVERRIDES: dict[tuple[type, CodeType], tuple[str, ...]] = {}

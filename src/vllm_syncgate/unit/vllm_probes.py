@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from vllm_syncgate.audit.events import source_file
 from vllm_syncgate.fakedev import simulated_accelerator
 from vllm_syncgate.npu.harness import cuda_mapped_to_npu
 from vllm_syncgate.probes import (
@@ -142,7 +143,7 @@ def _qualname(target: Any) -> str:
 def _where(target: Any) -> str:
     """``file:line`` of a function or class, or "" for what has no Python source."""
     try:
-        return f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
+        return f"{source_file(inspect.getsourcefile(target) or '')}:{inspect.getsourcelines(target)[1]}"
     except (OSError, TypeError):
         return ""
 

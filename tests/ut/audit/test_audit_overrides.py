@@ -169,3 +169,24 @@ def test_a_second_wait_in_an_override_counts(cpu_runner_on_vllm_base, ledger,
     budget = load_budgets(builtin_budget_path("cuda")).select("v1", speculation=False)
     [breach] = evaluate(ledger.steps, budget).breaches
     assert (breach.kind, breach.worst, breach.steps) == ("event_sync", 1, [1])
+
+
+def test_code_run_through_a_symlink_is_reported_at_the_linked_file(tmp_path):
+    """A --source tree runs from an overlay of symlinks in the cache folder; its sites name the
+    tree's file, which the user edits (a regular file keeps its path as it is)."""
+    tree = tmp_path / "tree"
+    overlay = tmp_path / "overlay"
+    tree.mkdir()
+    overlay.mkdir()
+    (tree / "branch_runner.py").write_text(
+        "import sys\n\ndef where():\n    return sys._getframe()\n")
+    (overlay / "branch_runner.py").symlink_to(tree / "branch_runner.py")
+    (overlay / "plain.py").write_text("import sys\n\ndef where():\n    return sys._getframe()\n")
+    found = {}
+    for name in ("branch_runner", "plain"):
+        namespace: dict = {"__name__": name}
+        path = overlay / f"{name}.py"
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        found[name] = CallSite.from_frame(namespace["where"]()).file
+    assert found == {"branch_runner": str(tree / "branch_runner.py"),
+                     "plain": str(overlay / "plain.py")}

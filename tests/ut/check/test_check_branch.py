@@ -38,7 +38,8 @@ def test_to_list_rewritten_branch_fails_the_unit_level(vllm_branch, edit_method,
     failing = {c["name"] for c in unit["cases"] if not c["passed"]}
     assert failing == {"probes.to_list"}
     [case] = [c for c in unit["cases"] if c["name"] == "probes.to_list"]
-    assert case["file"].startswith(unit["code"]["overlay"])  # the branch's line, as run
+    # the branch's line, as run from the overlay, named at the branch's own file
+    assert case["file"] == str(root / "vllm" / RUNNER)
     assert f"tree {root} (no git commit)" in done.stdout
     junit = (tmp_path / "r" / "junit.xml").read_text()
     assert f'name="syncgate.code.tree" value="{root}"' in junit
@@ -73,7 +74,7 @@ def test_update_states_helper_branch_fails_the_unit_level_and_is_untouched_witho
     assert {c["name"] for c in unit["cases"] if not c["passed"]} == {
         "probes.update_states[async]", "probes.update_states[sync]"}
     [case] = [c for c in unit["cases"] if c["name"] == "probes.update_states[async]"]
-    assert case["file"] == f"{unit['code']['overlay']}/vllm/{RUNNER}"
+    assert case["file"] == str(root / "vllm" / RUNNER)  # the tree's file, not the overlay's
     assert case["line"] == line
     assert case["detail"].endswith(f"{RUNNER}:{line}:_process_encoder_cache_scheduler_output")
     assert "blocking_readback: Tensor.tolist in 8/8 steps" in case["detail"]

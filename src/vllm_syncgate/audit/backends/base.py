@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import torch
 
 from vllm_syncgate.audit.backends.steps import classify_step
-from vllm_syncgate.audit.events import LOGPROB_REQS, CallSite, SyncKind, caller_site
+from vllm_syncgate.audit.events import LOGPROB_REQS, CallSite, SyncKind, caller_site, source_file
 from vllm_syncgate.audit.ledger import Ledger, Step
 from vllm_syncgate.patching import Patches
 
@@ -49,7 +49,7 @@ def function_site(fn: Callable[..., Any]) -> CallSite:
     """The definition of ``fn`` as a call site: where a stand-in for a device wait lives."""
     code = fn.__code__
     return CallSite(
-        file=code.co_filename,
+        file=source_file(code.co_filename),
         line=code.co_firstlineno,
         function=code.co_name,
         module=fn.__module__,
