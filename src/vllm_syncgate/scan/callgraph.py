@@ -36,6 +36,7 @@ from vllm_syncgate.scan.rules import (
 from vllm_syncgate.scan.sources import (
     ClassInfo,
     FileBudget,
+    Follow,
     FunctionInfo,
     Problem,
     SourceIndex,
@@ -172,7 +173,11 @@ def _scan(
     paths: Sequence[str], entries: Sequence[str], allow: Sequence[AllowRule], config: ScanConfig,
     budget: FileBudget,
 ) -> tuple[ScanResult, list[Path]]:
-    index = build_index(list(paths), budget, config.follow_imports.match)
+    # of a backend package, only the modules with a default builder (and its helpers): the
+    # other builders' builds are opt-in and cannot fail the gate (scanned when named)
+    follow = Follow(config.follow_imports.match, config.follow_packages.match,
+                    config.default_implementations.match, config.dispatch_classes.match)
+    index = build_index(list(paths), budget, follow)
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
@@ -251,6 +256,8 @@ class _Analysis:
         # (module, class name) -> classes a module-level patch puts in its place
         # (``vllm.v1.worker.gpu.buffer_utils.UvaBuffer = UvaBufferWrapper`` in a plugin)
         self._patches = _patched_classes(index)
+        # classes a run-time dispatch may land in (every attention metadata builder)
+        self._implementations = [c for c in index.classes if self._implements(c)]
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
         assignments: list[Assignment] = []
@@ -387,8 +394,28 @@ class _Analysis:
                 guard = strongest(call.conditions)
                 if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
                     guard = Guard.WARMUP
+                if (call.how == "dispatch" and guard.rank < Guard.OPT_IN.rank
+                        and not self.config.default_implementations.match(target[0].name)):
+                    guard = Guard.OPT_IN  # a backend the device does not pick by default
                 edges.append((target, guard))
         return edges
+
+    def _implements(self, cls: ClassInfo) -> bool:
+        """``cls`` or a base (scanned, or only named) matches ``[entries] dispatch_classes``."""
+        wanted = self.config.dispatch_classes.match
+        return any(
+            wanted(k.name) or any(wanted(dotted(b).rpartition(".")[2]) for b in k.node.bases)
+            for k in self.index.mro(cls)
+        )
+
+    def _dispatch(self, method: str) -> list[Node]:
+        """Where ``builder.method()`` may land: that method of every dispatch class."""
+        nodes: list[Node] = []
+        for cls in self._implementations:
+            found = self.index.lookup(cls, method)
+            if found is not None:
+                nodes.append((cls, found))
+        return nodes
 
     def _resolve(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> list[Node]:
         """The functions a call may land in (several for an attribute of several classes)."""
@@ -404,6 +431,8 @@ class _Analysis:
         if call.how == "chain":
             nodes = self._chain_calls(ctx, call.name)
             return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
+        if call.how == "dispatch":
+            return self._dispatch(call.name)
         if call.how == "object":
             owners = self.index.record_methods(call.name)
             return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []

@@ -17,16 +17,18 @@ from vllm_syncgate.errors import ConfigError
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
-    "entries": ("classes", "methods", "skip_classes", "follow_imports"),
+    "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
+                "dispatch_receivers", "dispatch_classes"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
-               "warmup_functions", "allowed_contexts", "opt_in", "one_by_default"),
+               "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
+               "default_implementations"),
     "values": ("host", "device", "device_modules"),
 }
 
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
-     "follow_imports"}
+     "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations"}
 )
 
 
@@ -51,12 +53,16 @@ class ScanConfig:
     entry_methods: tuple[str, ...]
     skip_classes: Patterns
     follow_imports: Patterns
+    follow_packages: Patterns
+    dispatch_receivers: Patterns
+    dispatch_classes: Patterns
     speculation: Patterns
     one_without_speculation: Patterns
     async_scheduling: Patterns
     warmup: Patterns
     opt_in: Patterns
     one_by_default: Patterns
+    default_implementations: Patterns
     warmup_functions: Patterns
     allowed_contexts: Patterns
     host: Patterns
@@ -94,12 +100,16 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         entry_methods=values["methods"],
         skip_classes=Patterns(values["skip_classes"]),
         follow_imports=Patterns(values["follow_imports"]),
+        follow_packages=Patterns(values["follow_packages"]),
+        dispatch_receivers=Patterns(values["dispatch_receivers"]),
+        dispatch_classes=Patterns(values["dispatch_classes"]),
         speculation=Patterns(values["speculation"]),
         one_without_speculation=Patterns(values["one_without_speculation"]),
         async_scheduling=Patterns(values["async_scheduling"]),
         warmup=Patterns(values["warmup"]),
         opt_in=Patterns(values["opt_in"]),
         one_by_default=Patterns(values["one_by_default"]),
+        default_implementations=Patterns(values["default_implementations"]),
         warmup_functions=Patterns(values["warmup_functions"]),
         allowed_contexts=Patterns(values["allowed_contexts"]),
         host=Patterns(values["host"]),

@@ -208,6 +208,29 @@ class GuardEvaluator:
             return False
         return first.func.attr == "get" and "cache" in dotted(first.func.value).lower()
 
+    def _fills(self, node: ast.expr) -> bool:
+        """``self.attr`` in ``if self.attr is None: self.attr = build()`` of this function: a
+        member built on first use and reused after (not an ``is not None`` early return)."""
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "self") or self._scope is None:
+            return False
+        filled = getattr(self._scope, "_syncgate_fills", None)
+        if filled is None:
+            filled = set()
+            for branch in ast.walk(self._scope):
+                if not isinstance(branch, ast.If):
+                    continue
+                tested = {c.left.attr for c in ast.walk(branch.test)
+                          if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.Is)
+                          and isinstance(c.left, ast.Attribute) and is_none(c.comparators[0])}
+                filled |= {t.attr for stmt in branch.body for n in ast.walk(stmt)
+                           if isinstance(n, ast.Assign) and not is_none(n.value)
+                           for t in n.targets
+                           if isinstance(t, ast.Attribute) and t.attr in tested
+                           and isinstance(t.value, ast.Name) and t.value.id == "self"}
+            self._scope._syncgate_fills = filled  # type: ignore[attr-defined]
+        return node.attr in filled
+
     def evaluate(self, test: ast.expr) -> Truth:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.evaluate(test.operand).negate()
@@ -236,6 +259,9 @@ class GuardEvaluator:
                 return Truth(True, single)
             if isinstance(op, ast.NotEq | ast.Gt):
                 return Truth(False, single)
+        if is_none(right) and isinstance(op, ast.Is | ast.IsNot) and self._fills(left):
+            # if self.mask is None: self.mask = build(): built on first use, then reused
+            return Truth(isinstance(op, ast.IsNot), Guard.WARMUP)
         decided = self._graph_mode(left, op, right)
         if decided is None:
             decided = self._switch(left, op, right)

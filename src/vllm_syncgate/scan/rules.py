@@ -152,7 +152,9 @@ class Call:
     line: int = 0
     node: ast.Call | None = None  # its arguments are judged only when a callee needs them
     # "object": ``x.method()`` on a value the device computed (``logprobs_tensors.tolists()``),
-    # resolved to the one record class (NamedTuple, dataclass) that defines ``method``
+    # resolved to the one record class (NamedTuple, dataclass) that defines ``method``;
+    # "dispatch": ``builder.build()`` on an object whose class is picked at run time, resolved
+    # to every scanned class of ``[entries] dispatch_classes``
     load: bool = False  # an attribute read (``buf.uva``): lands only in a property
 
 
@@ -194,6 +196,7 @@ class FunctionWalker:
         self.guards = guards
         # names of the scanned classes' properties: reading ``self.buf.uva`` runs one
         self.properties = properties
+        self._storing: set[int] | None = None
 
     def walk(self, node: FunctionNode, sites: bool = True, context: object = None) -> FunctionFacts:
         """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only.
@@ -204,6 +207,8 @@ class FunctionWalker:
         self.guards.bind_function(node)
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites
+        # collecting assignments only: the statements that store on self (the rest is skipped)
+        self._storing = None if sites else _storing(node)
         for decorator in node.decorator_list:
             self._expr(decorator, ())
         self._block(node.body, ())
@@ -216,8 +221,12 @@ class FunctionWalker:
         return Condition(test, positive, truth if positive else truth.negate(), test.lineno)
 
     def _block(self, statements: list[ast.stmt], stack: tuple[Condition, ...]) -> None:
-        for statement in statements:
-            self._statement(statement, stack)
+        storing = self._storing
+        for position, statement in enumerate(statements):
+            if storing is None or id(statement) in storing:
+                self._statement(statement, stack)
+            elif not any(id(later) in storing for later in statements[position + 1 :]):
+                return  # nothing left in this block stores on self
             if (
                 isinstance(statement, ast.If)
                 and not statement.orelse
@@ -256,7 +265,8 @@ class FunctionWalker:
                         and isinstance(target.value, ast.Name)
                         and target.value.id == "self"
                     ):
-                        self._assignment(target.attr, node.value, stack)
+                        annotation = node.annotation if isinstance(node, ast.AnnAssign) else None
+                        self._assignment(target.attr, node.value, stack, annotation)
             for field in ("test", "iter", "value", "targets", "target", "exc", "msg", "subject"):
                 child = getattr(node, field, None)
                 for expr in child if isinstance(child, list) else [child]:
@@ -271,7 +281,8 @@ class FunctionWalker:
             for case in getattr(node, "cases", []):
                 self._block(case.body, stack)
 
-    def _assignment(self, attr: str, value: ast.expr, stack: tuple[Condition, ...]) -> None:
+    def _assignment(self, attr: str, value: ast.expr, stack: tuple[Condition, ...],
+                    annotation: ast.expr | None = None) -> None:
         if is_none(value):
             return
         if isinstance(value, ast.IfExp) and (is_none(value.body) or is_none(value.orelse)):
@@ -282,6 +293,9 @@ class FunctionWalker:
             value.elts[0] if isinstance(value, ast.List) and value.elts else value)
         # self.tables = [Table(...) for ...]: calls on its items land in Table
         made_by = dotted(element.func) if isinstance(element, ast.Call) else ""
+        if not made_by and annotation is not None:
+            # self.groups: list[list[Group]] = []: calls on its items land in Group
+            made_by = element_class(annotation)
         alias = value.attr if _self_attribute(value) else ""  # type: ignore[union-attr]
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
@@ -370,6 +384,9 @@ class FunctionWalker:
                 and self.values.place(receiver) is Place.DEVICE
             ):
                 self._record("object", func.attr, node, stack)
+            if self._dispatched(receiver, 0):
+                # group.get_metadata_builder().build(...): a class chosen at run time
+                self._record("dispatch", func.attr, node, stack)
             self._method_rules(node, func, stack)
         elif isinstance(func, ast.Name):
             self._record("name", func.id, node, stack)
@@ -385,6 +402,25 @@ class FunctionWalker:
                 self._readback(node, node.args[0], f"{func.id}()", stack, scalar=True)
             elif func.id in _ITERATING:
                 self._iterated(node, func.id, stack)
+
+    def _dispatched(self, node: ast.expr, depth: int) -> bool:
+        """An object an accessor, list or attribute of ``[entries] dispatch_receivers`` hands
+        out (``g.get_metadata_builder(i)``, ``self.builders[i]``, a local every binding of which
+        is one, a loop over them): its class is picked at run time."""
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Call):
+            node = node.func
+        if isinstance(node, ast.Attribute):
+            return self.config.dispatch_receivers.match(node.attr)
+        if isinstance(node, ast.Name) and node.id != "self":
+            if self.config.dispatch_receivers.match(node.id):
+                return True
+            bound = self.values.bound_to(node.id) if depth < 3 else []
+            return bool(bound) and all(
+                value is not None and how in (None, "element")
+                and self._dispatched(value, depth + 1) for value, how in bound)
+        return False
 
     def _iterated(self, node: ast.Call, name: str, stack: tuple[Condition, ...]) -> None:
         """``max(t)``, ``sorted(t)``, ``max(a, b)`` of device tensors: element comparisons."""
@@ -550,6 +586,46 @@ class FunctionWalker:
         known: bool = True, on_self: bool = False, param: str = "", host: bool = False,
     ) -> None:
         self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host))
+
+
+def _storing(function: FunctionNode) -> set[int]:
+    """Ids of the statements of ``function`` that contain a ``self.x = ...`` (kept on the node:
+    the attribute pass walks every method, and most statements store nothing on self)."""
+    found: set[int] | None = getattr(function, "_syncgate_storing", None)
+    if found is None:
+        found = set()
+
+        def visit(statement: ast.stmt) -> bool:
+            targets = statement.targets if isinstance(statement, ast.Assign) else (
+                [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+            hit = any(_self_attribute(t) for t in targets)
+            for name in ("body", "orelse", "finalbody"):
+                for child in getattr(statement, name, None) or []:
+                    hit = visit(child) or hit
+            for holder in [*getattr(statement, "handlers", []), *getattr(statement, "cases", [])]:
+                for child in holder.body:
+                    hit = visit(child) or hit
+            if hit:
+                found.add(id(statement))
+            return hit
+
+        for statement in function.body:
+            visit(statement)
+        function._syncgate_storing = found  # type: ignore[union-attr]
+    return found
+
+
+def element_class(annotation: ast.expr) -> str:
+    """The class an annotation's values are, through containers and optionals:
+    ``list[list[Group]]``, ``dict[str, Group]``, ``Group | None`` -> ``Group``."""
+    while True:
+        if isinstance(annotation, ast.Subscript):
+            inner = annotation.slice
+            annotation = inner.elts[-1] if isinstance(inner, ast.Tuple) and inner.elts else inner
+        elif isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            annotation = annotation.right if is_none(annotation.left) else annotation.left
+        else:
+            return dotted(annotation)
 
 
 def _targets_device(call: ast.Call, method: str) -> bool:

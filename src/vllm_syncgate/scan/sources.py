@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -216,13 +217,31 @@ class FileBudget:
     max_seconds: float = 10.0
 
 
+def _nothing(_name: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Follow:
+    """What the scanned files' imports bring along from the same tree, unnamed on the command
+    line: the modules ``modules`` names (the sampler, the drafters), and every module of a
+    package ``packages`` names that defines a class ``defaults`` names (the default attention
+    backend's builder, though the runner never imports it: builders are picked at run time).
+    A module of such a package that defines only ``alternatives`` (another backend's builder)
+    is not followed: its build is opt-in, it is scanned when the command line names it."""
+
+    modules: Callable[[str], bool]
+    packages: Callable[[str], bool] = _nothing
+    defaults: Callable[[str], bool] = _nothing
+    alternatives: Callable[[str], bool] = _nothing
+
+
 def build_index(
     paths: list[str],
     budget: FileBudget = FileBudget(),
-    follow: Callable[[str], bool] | None = None,
+    follow: Follow | None = None,
 ) -> SourceIndex:
-    """Parse and index ``paths``; ``follow`` names the imported modules to add from the same
-    tree (the sampler and drafter packages a runner imports)."""
+    """Parse and index ``paths``, and the modules ``follow`` adds from the same tree."""
     index = SourceIndex()
     seen: set[Path] = set()
     for path, display in collect_files(paths):
@@ -346,10 +365,11 @@ def _rebase(index: SourceIndex) -> None:
 
 
 def _follow_imports(
-    index: SourceIndex, seen: set[Path], budget: FileBudget, wanted: Callable[[str], bool]
+    index: SourceIndex, seen: set[Path], budget: FileBudget, follow: Follow
 ) -> None:
-    """Add the modules the scanned ones import (transitively) that ``wanted`` names and that
-    lie in the same tree: ``vllm/v1/worker`` brings ``vllm/v1/sample/sampler.py`` along."""
+    """Add the modules the scanned ones import (transitively) that ``follow`` names and that
+    lie in the same tree: ``vllm/v1/worker`` brings ``vllm/v1/sample/sampler.py`` along, and
+    an import from ``vllm.v1.attention.backends`` every backend module with a builder."""
     roots: dict[str, Path] = {}
     for module in index.modules:
         depth = module.name.count(".") + (module.path.stem == "__init__")
@@ -358,29 +378,73 @@ def _follow_imports(
             roots.setdefault(module.name.split(".")[0], parents[depth])
     cwd = Path.cwd()
     queue = list(index.modules)
+    expanded: set[str] = set()
+
+    def add(file: Path, name: str) -> None:
+        real = Path(os.path.realpath(file))
+        if real in seen:
+            return
+        seen.add(real)
+        found = _parse(file, _display(file, cwd), index, budget)
+        if found is not None:
+            # the name it was imported by, whatever __init__.py files the tree lacks
+            found.name = name
+            _read_imports(found)
+            found.followed = True
+            index.modules.append(found)
+            index.lines += len(found.lines)
+            queue.append(found)
+
     while queue:
         module = queue.pop()
         for base, attr in module.imports.values():
             for name in (f"{base}.{attr}" if attr else base, base):
                 root = roots.get(name.split(".")[0])
-                if root is None or not wanted(name):
+                if root is None:
+                    continue
+                package = _package(name, follow.packages)
+                if package and package not in expanded:
+                    expanded.add(package)
+                    folder = root.joinpath(*package.split("."))
+                    for file in sorted(folder.rglob("*.py")) if folder.is_dir() else []:
+                        if _defines(file, follow.defaults, budget.max_bytes):
+                            parts = file.relative_to(folder).with_suffix("").parts
+                            add(file, ".".join([package, *parts]).removesuffix(".__init__"))
+                if not follow.modules(name):
                     continue
                 stem = root.joinpath(*name.split("."))
                 file = next((f for f in (stem.with_suffix(".py"), stem / "__init__.py")
                              if f.is_file()), None)
-                real = Path(os.path.realpath(file)) if file is not None else None
-                if real is None or real in seen:
-                    continue
-                seen.add(real)
-                found = _parse(file, _display(file, cwd), index, budget)
-                if found is not None:
-                    # the name it was imported by, whatever __init__.py files the tree lacks
-                    found.name = name
-                    _read_imports(found)
-                    found.followed = True
-                    index.modules.append(found)
-                    index.lines += len(found.lines)
-                    queue.append(found)
+                if file is None or (package and _defines(file, follow.alternatives,
+                                                         budget.max_bytes)
+                                    and not _defines(file, follow.defaults, budget.max_bytes)):
+                    continue  # another backend's builder: opt-in, scanned when named
+                add(file, name)
+
+
+def _package(name: str, wanted: Callable[[str], bool]) -> str:
+    """The enclosing package of ``name`` that ``wanted`` names, else ``""``."""
+    parts = name.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)
+                 if wanted(".".join(parts[:n]))), "")
+
+
+_CLASS_LINE = re.compile(r"^class\s+(\w+)\s*(?:\(([^)]*)\))?", re.M)
+
+
+def _defines(file: Path, wanted: Callable[[str], bool], limit: int) -> bool:
+    """Whether a module defines a class ``wanted`` names (by its name or a base's), read as
+    text: a package's other modules are not parsed at all."""
+    try:
+        text = read_regular(file, limit).decode("utf-8", "replace")
+    except (OSError, TooLarge):
+        return False
+    for match in _CLASS_LINE.finditer(text):
+        bases = [b.strip().partition("[")[0].rpartition(".")[2]
+                 for b in (match.group(2) or "").split(",")]
+        if wanted(match.group(1)) or any(wanted(b) for b in bases if b):
+            return True
+    return False
 
 
 def _depth(tree: ast.AST) -> int:

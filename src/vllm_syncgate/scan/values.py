@@ -213,7 +213,9 @@ class ValueModel:
         self.rebound: set[str] = set()
         self.pins: dict[str, Pin] = {}
         self.kinds: dict[str, str] = {}
-        # name -> (line, place) of each binding in source order: a use sees the latest before it
+        # name -> (line, place) of each binding in source order: a use sees the latest that ends
+        # before it (the line its value ends on: ``x = cat([x, ones(device=x.device)])`` over
+        # three lines reads the earlier ``x`` inside its own value)
         self.timeline: dict[str, list[tuple[int, Place]]] = {}
         self._function = None
         self._scope: ast.FunctionDef | ast.AsyncFunctionDef | None = None
@@ -267,7 +269,7 @@ class ValueModel:
                 else:
                     place = self.place(value) if value is not None else Place.UNKNOWN
                 collected.setdefault(name, []).append(place)
-                timeline.setdefault(name, []).append((line, place))
+                timeline.setdefault(name, []).append((binding_end(value, line), place))
                 if value is not None and element is None:
                     pins.setdefault(name, []).append(self.pin(value))
                     dtypes.setdefault(name, []).append(self.dtype(value))
@@ -462,10 +464,20 @@ class ValueModel:
             return self.contiguous(node.value)
         return True
 
+    def bound(self, name: str) -> tuple[ast.expr, str | None] | None:
+        """(value, how) of a local bound exactly once in the bound function, else None."""
+        return bound_once(self._scope).get(name) if self._scope is not None else None
+
+    def bound_to(self, name: str) -> list[tuple[ast.expr | None, str | None]]:
+        """(value, how) of every binding of a local in the bound function (nested ones too)."""
+        if self._scope is None:
+            return []
+        return [(value, how) for local, value, how, _line in bindings(self._scope) if local == name]
+
     def origin(self, name: str) -> tuple[ast.expr, bool] | None:
         """What a local bound once stands for: ``t = self.a.b`` -> (``self.a.b``, False),
         ``for t in self.tables`` -> (``self.tables``, True: one item of it)."""
-        found = bound_once(self._scope).get(name) if self._scope is not None else None
+        found = self.bound(name)
         if found is None:
             return None
         value, how = found
@@ -593,7 +605,11 @@ class ValueModel:
         )
 
     def _host_allocation(self, call: ast.Call) -> bool:
+        """No device, ``"cpu"``, or the device of a host value (``device=lens_cpu.device``:
+        a padding row appended to a host tensor stays on the host)."""
         device = keyword(call, "device")
+        if isinstance(device, ast.Attribute) and device.attr == "device":
+            return self.place(device.value) is Place.HOST
         return device is None or (isinstance(device, ast.Constant) and device.value == "cpu")
 
     def _returned(self, call: ast.Call, element: int | None) -> Place:
@@ -649,6 +665,12 @@ class ValueModel:
             receiver = self.place(func.value)
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+def binding_end(value: ast.expr | None, line: int) -> int:
+    """The line a binding takes effect after: where its value ends, not where it starts."""
+    end = getattr(value, "end_lineno", None) or line
+    return max(line, end)
 
 
 def _self_attr(node: ast.expr | None) -> bool:
