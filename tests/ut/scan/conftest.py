@@ -76,3 +76,24 @@ def expected_sites() -> Callable[[Path], set[tuple[str, int, str, str]]]:
         return found
 
     return marked
+
+
+_FAMILY_MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)\s+(\w+)")
+
+
+@pytest.fixture
+def marked_families() -> Callable[[Path], dict[tuple[str, int, str, str], str]]:
+    """``(file name, line, kind, guard) -> family`` of every line under a folder marked
+    ``# expect: KIND GUARD FAMILY`` (the rule-family fixtures, whose broken variants must lose
+    exactly their family's lines)."""
+
+    def marked(root: Path) -> dict[tuple[str, int, str, str], str]:
+        found = {}
+        for file in sorted(root.rglob("*.py")):
+            for number, line in enumerate(file.read_text().splitlines(), start=1):
+                match = _FAMILY_MARKER.search(line)
+                if match:
+                    found[(file.name, number, match.group(1), match.group(2))] = match.group(3)
+        return found
+
+    return marked

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from pathlib import Path
 
 import pytest
@@ -23,23 +22,11 @@ from vllm_syncgate.scan.guards import GuardEvaluator
 from vllm_syncgate.scan.values import keyword
 
 ENTRY = ["BldModelRunner.execute_model"]
-_MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)\s+(\w+)")
 
 
 @pytest.fixture
 def builders(scan_data: Path) -> Path:
     return scan_data / "builders" / "bldpkg" / "v1"
-
-
-def _marked(root: Path) -> dict[tuple[str, int, str, str], str]:
-    """(file, line, kind, guard) -> family of every marked line."""
-    found = {}
-    for file in sorted(root.rglob("*.py")):
-        for number, line in enumerate(file.read_text().splitlines(), start=1):
-            match = _MARKER.search(line)
-            if match:
-                found[(file.name, number, match.group(1), match.group(2))] = match.group(3)
-    return found
 
 
 def _reported(root: Path, **kwargs) -> set[tuple[str, int, str, str]]:
@@ -50,8 +37,8 @@ def _reported(root: Path, **kwargs) -> set[tuple[str, int, str, str]]:
     return {(Path(f.file).name, f.line, f.kind, f.guard) for f in result.findings}
 
 
-def test_builders_fixture_reports_exactly_the_marked_sites(builders):
-    expected = _marked(builders)
+def test_builders_fixture_reports_exactly_the_marked_sites(builders, marked_families):
+    expected = marked_families(builders)
     assert len(expected) == 5
     assert set(expected.values()) == {"dispatch", "lazy", "default"}
     assert _reported(builders) == set(expected)
@@ -96,21 +83,21 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("family", sorted(BROKEN))
-def test_a_broken_part_fails_the_builders_fixture(builders, monkeypatch, family):
+def test_a_broken_part_fails_the_builders_fixture(builders, marked_families, monkeypatch, family):
     breaks, lost = BROKEN[family]
     breaks(monkeypatch)
-    expected = _marked(builders)
+    expected = marked_families(builders)
     reported = _reported(builders)
     assert reported != set(expected)
     missing = {expected[site] for site in set(expected) - reported}
     assert lost <= missing, (family, missing)
 
 
-def test_every_builder_taken_for_the_default_fails_the_other_backends(builders):
+def test_every_builder_taken_for_the_default_fails_the_other_backends(builders, marked_families):
     """Broken variant of the default-backend guard: with every builder a default, the other
     backend's syncs lose their opt-in guard and fail."""
     config = dataclasses.replace(load_config(), default_implementations=Patterns(("*",)))
-    expected = _marked(builders)
+    expected = marked_families(builders)
     reported = _reported(builders, config=config)
     missing = {expected[site] for site in set(expected) - reported}
     assert missing == {"default"}

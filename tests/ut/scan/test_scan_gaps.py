@@ -8,7 +8,6 @@ Markers: ``# expect: KIND GUARD FAMILY``; the family tag says which rule must re
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -20,23 +19,11 @@ from vllm_syncgate.scan.guards import GuardEvaluator
 from vllm_syncgate.scan.values import Facts
 
 ENTRY = ["GapModelRunner.execute_model"]
-_MARKER = re.compile(r"#\s*expect:\s*(\w+)\s+(\w+)\s+(\w+)")
 
 
 @pytest.fixture
 def gaps(scan_data: Path) -> Path:
     return scan_data / "gaps" / "gappkg"
-
-
-def _marked(root: Path) -> dict[tuple[str, int, str, str], str]:
-    """(file, line, kind, guard) -> family of every marked line."""
-    found = {}
-    for file in sorted(root.rglob("*.py")):
-        for number, line in enumerate(file.read_text().splitlines(), start=1):
-            match = _MARKER.search(line)
-            if match:
-                found[(file.name, number, match.group(1), match.group(2))] = match.group(3)
-    return found
 
 
 def _reported(root: Path) -> set[tuple[str, int, str, str]]:
@@ -51,9 +38,9 @@ def _needs_vllm() -> None:
         pytest.skip("vllm is not installed: the config defaults come from it")
 
 
-def test_gaps_fixture_reports_exactly_the_marked_sites(gaps):
+def test_gaps_fixture_reports_exactly_the_marked_sites(gaps, marked_families):
     _needs_vllm()
-    expected = _marked(gaps)
+    expected = marked_families(gaps)
     assert len(expected) >= 12
     assert len(set(expected.values())) >= 7
     assert _reported(gaps) == set(expected)
@@ -117,11 +104,11 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("family", sorted(BROKEN))
-def test_a_broken_rule_family_fails_the_gaps_fixture(gaps, monkeypatch, family):
+def test_a_broken_rule_family_fails_the_gaps_fixture(gaps, marked_families, monkeypatch, family):
     _needs_vllm()
     breaks, lost = BROKEN[family]
     breaks(monkeypatch)
-    expected = _marked(gaps)
+    expected = marked_families(gaps)
     reported = _reported(gaps)
     assert reported != set(expected)
     missing = {expected[site] for site in set(expected) - reported}
