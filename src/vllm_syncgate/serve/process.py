@@ -102,6 +102,20 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+# A unix socket's path has at most 107 bytes and vLLM names its IPC sockets by a 36-character
+# uuid, so a folder holding them must be at most 70 bytes long.
+PRIVATE_DIR_MAX = 70
+
+
+def private_dir() -> Path:
+    """A new folder for one server tree's temp files: in the temp dir, or in ``/tmp`` when the
+    temp dir's path is too long for the sockets the tree makes there (a test's ``TMPDIR``)."""
+    base = tempfile.gettempdir()
+    if len(os.fsencode(base)) + len(b"/sg-12345678") > PRIVATE_DIR_MAX and os.path.isdir("/tmp"):
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="sg-", dir=base))
+
+
 def log_tail(path: Path, lines: int = 20) -> list[str]:
     try:
         with open(path, "rb") as fh:
@@ -183,8 +197,7 @@ class ManagedServer:
         self.startup_s = None
         env = self.env
         if self.private_dir_env:
-            # short: a unix socket path has at most 107 bytes, and vLLM adds a 37-byte name
-            self.private_dir = Path(tempfile.mkdtemp(prefix="sg-"))
+            self.private_dir = private_dir()
             env = {**env, **dict.fromkeys(self.private_dir_env, str(self.private_dir))}
         try:
             with open(self.log_path, "ab") as log:

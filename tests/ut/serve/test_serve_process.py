@@ -172,3 +172,22 @@ def test_vllm_servers_get_a_private_temp_dir_but_keep_the_kernel_cache(tmp_path)
     mine = vllm_server(tmp_path, [], env={"TORCHINDUCTOR_CACHE_DIR": "/c"}, log_path=tmp_path / "l",
                        name="g")
     assert mine.env["TORCHINDUCTOR_CACHE_DIR"] == "/c"  # the user's choice stands
+
+
+def test_a_private_dir_is_short_enough_for_vllms_sockets_whatever_the_temp_dir(monkeypatch, tmp_path):
+    """vLLM's IPC socket is <folder>/<36-char uuid>, and a unix socket path has at most 107
+    bytes: under a long TMPDIR (a pytest tmp_path) the folder goes to /tmp instead, or vLLM
+    cannot boot ("ipc path ... is longer than 107 characters")."""
+    from vllm_syncgate.serve.process import PRIVATE_DIR_MAX, private_dir
+
+    long_temp = tmp_path / ("t" * 60)
+    long_temp.mkdir()
+    for temp, expected_parent in ((long_temp, Path("/tmp")), (Path("/tmp"), Path("/tmp"))):
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        made = private_dir()
+        try:
+            assert made.parent == expected_parent
+            assert len(str(made)) <= PRIVATE_DIR_MAX
+            assert len(str(made)) + len("/12345678-1234-1234-1234-123456789012") <= 107
+        finally:
+            made.rmdir()
