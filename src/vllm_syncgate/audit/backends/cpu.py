@@ -15,11 +15,13 @@ calls the code *makes*:
   ``event_sync``; ``torch.accelerator.synchronize`` is re-wrapped after vLLM's no-op replaced it.
 
 **Which tensors are "device" tensors.** On CPU every tensor is a host tensor, and vLLM even aliases
-each ``CpuGpuBuffer.gpu`` to its ``.cpu``, so placement cannot tell. A tensor counts as device
-resident when it is, or is a view of (the same ``_base``), what the runner's compute path produces on
-the device: the hidden states returned by ``_model_forward`` and the sampler output of ``_sample``
+each ``CpuGpuBuffer.gpu`` to its ``.cpu``, so placement cannot tell. Once the runner is built, each
+staged pair (:mod:`vllm_syncgate.audit.staged`) gets a device half of its own again, as on a device
+(the step's non-blocking copies fill it). A tensor counts as device resident when it is, or is a
+view of (the same ``_base``), such a device half or what the runner's compute path produces on the
+device: the hidden states returned by ``_model_forward`` and the sampler output of ``_sample``
 (sampled ids, logprobs). ``.tolist()/.item()/.cpu()/.numpy()`` of such a tensor (or of a view of
-it) is a ``blocking_readback``; on the runner's ``*_cpu``/numpy host buffers it is not. ``.cpu()``
+it) is a ``blocking_readback``; on the host halves and their numpy views it is not. ``.cpu()``
 of a device tensor returns a copy, as on a device, so ``t.cpu().numpy()`` is one readback. This misses
 device tensors the runner derives by a new allocation (``logits``), so a CPU pass is necessary,
 not sufficient: the CUDA/NPU backends see every readback through the sync debug mode.
@@ -39,6 +41,7 @@ import torch
 from vllm_syncgate.audit.backends.base import AuditBackend, function_site
 from vllm_syncgate.audit.events import CallSite, SyncKind, overridden_methods
 from vllm_syncgate.audit.ledger import Step
+from vllm_syncgate.audit.staged import staged_pairs
 
 CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
 READBACKS = ("tolist", "item", "cpu", "numpy")
@@ -90,6 +93,18 @@ class CpuBackend(AuditBackend):
         ref = self._device_tensors.get(id(root))
         return ref is not None and ref() is root
 
+    def separate_device_halves(self, runner: Any) -> None:
+        """Give each aliased staged pair of ``runner`` a device half of its own, marked device."""
+        with torch.inference_mode(False):  # runtime state, as vLLM allocates it
+            for pair in staged_pairs(runner):
+                if pair.aliased:
+                    pair.set_device(pair.host.clone())
+                self.mark_device(pair.device)
+
+    def on_runner(self, runner: Any) -> None:
+        self.separate_device_halves(runner)
+        super().on_runner(runner)
+
     def end_step(self, **meta: Any) -> Step | None:
         step = super().end_step(**meta)
         dead = [key for key, ref in self._device_tensors.items() if ref() is None]
@@ -118,6 +133,7 @@ class CpuBackend(AuditBackend):
         wrappers["_sample"] = self._marking
         if module_name in CPU_RUNNER_MODULES:
             wrappers["_to_list"] = self._transfer_stand_in
+            wrappers["initialize_kv_cache"] = self._separating
         return wrappers
 
     def instrument_module(self, module: Any) -> None:
@@ -136,6 +152,18 @@ class CpuBackend(AuditBackend):
             return output
 
         return marking
+
+    def _separating(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn``, then device halves for the pairs of an input batch it may have rebuilt."""
+        backend = self
+
+        @functools.wraps(fn)
+        def separating(runner: Any, *args: Any, **kwargs: Any) -> Any:
+            output = fn(runner, *args, **kwargs)
+            backend.separate_device_halves(runner)
+            return output
+
+        return separating
 
     def _transfer_stand_in(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The wait is recorded at the method's definition, with what it overrides in the
