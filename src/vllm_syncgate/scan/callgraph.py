@@ -44,6 +44,7 @@ from vllm_syncgate.scan.sources import (
     build_index,
     dotted,
     is_record,
+    walk,
 )
 from vllm_syncgate.scan.values import (
     Facts,
@@ -258,6 +259,10 @@ class _Analysis:
         self._patches = _patched_classes(index)
         # classes a run-time dispatch may land in (every attention metadata builder)
         self._implementations = [c for c in index.classes if self._implements(c)]
+        # of those, the ones a model picks without any switch (a model family's own backend)
+        self._defaults = {id(c) for c in self._implementations
+                          if config.default_implementations.match(c.name)}
+        self._defaults.update(id(c) for c in _layer_chosen(index))
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
         assignments: list[Assignment] = []
@@ -395,8 +400,8 @@ class _Analysis:
                 if self._warmup(target[1]) and guard.rank < Guard.WARMUP.rank:
                     guard = Guard.WARMUP
                 if (call.how == "dispatch" and guard.rank < Guard.OPT_IN.rank
-                        and not self.config.default_implementations.match(target[0].name)):
-                    guard = Guard.OPT_IN  # a backend the device does not pick by default
+                        and id(target[0]) not in self._defaults):
+                    guard = Guard.OPT_IN  # a backend no model picks without a switch
                 edges.append((target, guard))
         return edges
 
@@ -803,7 +808,7 @@ def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:
     """``name = Call(...)`` bindings inside a function."""
     return [
         (target.id, node.value)
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
         for target in node.targets
         if isinstance(target, ast.Name)
@@ -825,6 +830,25 @@ def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
             for case in getattr(node, "cases", []):
                 found.extend(_returned_values(case.body))
     return found
+
+
+def _layer_chosen(index: SourceIndex) -> list[ClassInfo]:
+    """Builders a layer picks for its model family by itself: a scanned class's
+    ``get_attn_backend()`` returns a backend whose ``get_builder_cls()`` returns the builder
+    (Mamba, GDN, linear attention, an indexer): no option chooses them, each step builds them."""
+    chosen: list[ClassInfo] = []
+    for cls in index.classes:
+        getter = cls.methods.get("get_attn_backend")
+        if getter is None:
+            continue
+        for value in _returned_values(getter.node.body):
+            backend = index.resolve_class(cls.module, dotted(value))
+            builders = index.lookup(backend, "get_builder_cls") if backend else None
+            for built in _returned_values(builders.node.body) if builders else []:
+                builder = index.resolve_class(builders.module, dotted(built))
+                if builder is not None and builder not in chosen:
+                    chosen.append(builder)
+    return chosen
 
 
 def _annotated_fields(index: SourceIndex) -> dict[str, Place]:

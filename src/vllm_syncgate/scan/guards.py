@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.sources import dotted
+from vllm_syncgate.scan.sources import dotted, walk
 from vllm_syncgate.scan.values import Facts, bindings, is_none
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
@@ -217,13 +217,13 @@ class GuardEvaluator:
         filled = getattr(self._scope, "_syncgate_fills", None)
         if filled is None:
             filled = set()
-            for branch in ast.walk(self._scope):
+            for branch in walk(self._scope):
                 if not isinstance(branch, ast.If):
                     continue
-                tested = {c.left.attr for c in ast.walk(branch.test)
+                tested = {c.left.attr for c in walk(branch.test)
                           if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.Is)
                           and isinstance(c.left, ast.Attribute) and is_none(c.comparators[0])}
-                filled |= {t.attr for stmt in branch.body for n in ast.walk(stmt)
+                filled |= {t.attr for stmt in branch.body for n in walk(stmt)
                            if isinstance(n, ast.Assign) and not is_none(n.value)
                            for t in n.targets
                            if isinstance(t, ast.Attribute) and t.attr in tested

@@ -311,8 +311,8 @@ class FunctionWalker:
     # -- expressions --------------------------------------------------------------------------
 
     def _expr(self, node: ast.expr, stack: tuple[Condition, ...]) -> None:
-        if not self.sites_enabled:
-            return
+        if not self.sites_enabled or isinstance(node, ast.Name | ast.Constant):
+            return  # a leaf holds no call, read or index
         if isinstance(node, ast.IfExp):
             self._expr(node.test, stack)
             self._expr(node.body, (*stack, self._condition(node.test, True)))
@@ -342,17 +342,17 @@ class FunctionWalker:
             and self.values.place(node.value) is Place.DEVICE
         ):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self._expr(child, stack)
-            elif isinstance(child, ast.comprehension):
-                self._expr(child.iter, stack)
-                for condition in child.ifs:
-                    self._expr(condition, stack)
-            elif isinstance(child, ast.keyword):
-                self._expr(child.value, stack)
-            elif isinstance(child, ast.arguments):
-                continue
+        for field in node._fields:  # ast.iter_child_nodes without its generators (hot)
+            value = getattr(node, field, None)
+            for child in value if isinstance(value, list) else (value,):
+                if isinstance(child, ast.expr):
+                    self._expr(child, stack)
+                elif isinstance(child, ast.comprehension):
+                    self._expr(child.iter, stack)
+                    for condition in child.ifs:
+                        self._expr(condition, stack)
+                elif isinstance(child, ast.keyword):
+                    self._expr(child.value, stack)
 
     def _record(self, how: str, name: str, node: ast.Call, stack: tuple[Condition, ...]) -> None:
         self.facts.calls.append(Call(how, name, stack, node.lineno, node))

@@ -12,7 +12,8 @@ import ast
 import os
 import re
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -380,10 +381,10 @@ def _follow_imports(
     queue = list(index.modules)
     expanded: set[str] = set()
 
-    def add(file: Path, name: str) -> None:
+    def add(file: Path, name: str) -> SourceModule | None:
         real = Path(os.path.realpath(file))
         if real in seen:
-            return
+            return None
         seen.add(real)
         found = _parse(file, _display(file, cwd), index, budget)
         if found is not None:
@@ -394,6 +395,7 @@ def _follow_imports(
             index.modules.append(found)
             index.lines += len(found.lines)
             queue.append(found)
+        return found
 
     while queue:
         module = queue.pop()
@@ -409,17 +411,47 @@ def _follow_imports(
                     for file in sorted(folder.rglob("*.py")) if folder.is_dir() else []:
                         if _defines(file, follow.defaults, budget.max_bytes):
                             parts = file.relative_to(folder).with_suffix("").parts
-                            add(file, ".".join([package, *parts]).removesuffix(".__init__"))
+                            added = add(file, ".".join([package, *parts]).removesuffix(".__init__"))
+                            for base in _base_modules(added, follow.defaults):
+                                found = _module_file(root, base)
+                                if found is not None:
+                                    add(found, base)  # MLA builders' common build lives there
                 if not follow.modules(name):
                     continue
-                stem = root.joinpath(*name.split("."))
-                file = next((f for f in (stem.with_suffix(".py"), stem / "__init__.py")
-                             if f.is_file()), None)
-                if file is None or (package and _defines(file, follow.alternatives,
-                                                         budget.max_bytes)
+                file = _module_file(root, name)
+                if file is None or (package and not _picks_backend(module)
+                                    and _defines(file, follow.alternatives, budget.max_bytes)
                                     and not _defines(file, follow.defaults, budget.max_bytes)):
                     continue  # another backend's builder: opt-in, scanned when named
                 add(file, name)
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    stem = root.joinpath(*name.split("."))
+    return next((f for f in (stem.with_suffix(".py"), stem / "__init__.py") if f.is_file()), None)
+
+
+def _picks_backend(module: SourceModule) -> bool:
+    """A layer that picks its own attention backend (``def get_attn_backend(self)``): the
+    backend modules it imports are its model family's default, not opt-in alternatives."""
+    return any(isinstance(node, ast.ClassDef) and any(
+        isinstance(item, ast.FunctionDef) and item.name == "get_attn_backend"
+        for item in node.body) for node in module.tree.body)
+
+
+def _base_modules(module: SourceModule | None, wanted: Callable[[str], bool]) -> list[str]:
+    """The modules the bases of ``module``'s ``wanted`` classes are imported from: a default
+    builder's build is often its base's (``MLACommonMetadataBuilder`` in another package)."""
+    if module is None:
+        return []
+    names = []
+    for node in module.tree.body:
+        if isinstance(node, ast.ClassDef) and wanted(node.name):
+            for base in node.bases:
+                target = module.imports.get(dotted(base).partition(".")[0])
+                if target is not None and target[1] and target[0] not in names:
+                    names.append(target[0])
+    return names
 
 
 def _package(name: str, wanted: Callable[[str], bool]) -> str:
@@ -445,6 +477,27 @@ def _defines(file: Path, wanted: Callable[[str], bool], limit: int) -> bool:
         if wanted(match.group(1)) or any(wanted(b) for b in bases if b):
             return True
     return False
+
+
+def walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``'s nodes in its order (breadth first) but for the ``ctx`` markers, without
+    its per-node generators: the locals of every reached function are found by walking it, a
+    third of a cold scan."""
+    todo = deque([tree])
+    pop, push, node_type = todo.popleft, todo.append, ast.AST
+    while todo:
+        node = pop()
+        for name in node._fields:
+            if name == "ctx":
+                continue  # Load/Store/Del: no consumer asks for them
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+            elif isinstance(value, node_type):
+                push(value)
+        yield node
 
 
 def _depth(tree: ast.AST) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.sources import dotted
+from vllm_syncgate.scan.sources import dotted, walk
 
 
 class Place(enum.Enum):
@@ -718,7 +718,9 @@ def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
     found: list[Binding] | None = getattr(func, "_syncgate_bindings", None)
     if found is None:
         found = []
-        for node in ast.walk(func):
+        for node in walk(func):
+            if not isinstance(node, _BINDERS):
+                continue
             line = getattr(node, "lineno", None)
             if line is None:  # a comprehension: bound where its first name is
                 line = getattr(node.target, "lineno", 0) if isinstance(node, ast.comprehension) \
@@ -741,6 +743,10 @@ def bound_once(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[
         found = {name: v for name, v in values.items() if counts[name] == 1}
         func._syncgate_once = found  # type: ignore[union-attr]
     return found
+
+
+_BINDERS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+            ast.comprehension)
 
 
 def _bindings_of(node: ast.AST) -> Iterable[tuple[str, ast.expr | None, str | None]]:
@@ -784,4 +790,4 @@ def _bind(target: ast.expr, value: ast.expr) -> Iterable[tuple[str, ast.expr | N
 
 
 def _names(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]

@@ -136,19 +136,21 @@ def _line_of(root: Path, code: str) -> int:
 
 
 def test_installed_vllm_reaches_its_default_builder_and_others_when_named(vllm_worker_dir):
-    """``vllm/v1/worker`` alone brings the default backend's module along (the runner imports
-    only the backends package's helpers); another backend's builder is opt-in where the
-    command line names it, reached through AttentionGroup.build_metadata."""
+    """``vllm/v1/worker`` alone brings the default backends' modules along (the runner imports
+    only the backends package's helpers; a model family's own backend, GDN, MLA, is a default
+    too: tests/ut/scan/test_scan_families.py); a backend only an env var picks is opt-in where
+    the command line names it, reached through AttentionGroup.build_metadata."""
     config = load_config()
     follow = sources.Follow(config.follow_imports.match, config.follow_packages.match,
                             config.default_implementations.match, config.dispatch_classes.match)
     index = sources.build_index([str(vllm_worker_dir)], follow=follow)
     names = {c.name for c in index.classes}
-    assert "FlashAttentionMetadataBuilder" in names
-    assert "GDNAttentionMetadataBuilder" not in names  # imported by the runner, opt-in
-    gdn = vllm_worker_dir.parent / "attention" / "backends" / "gdn_attn.py"
-    result = scan([str(vllm_worker_dir), str(gdn)])
-    reached = [f for f in result.findings if f.qualname == "GDNAttentionMetadataBuilder.build"]
+    assert {"FlashAttentionMetadataBuilder", "GDNAttentionMetadataBuilder",
+            "FlashAttnMLAMetadataBuilder", "MLACommonMetadataBuilder"} <= names
+    assert "FlashInferMetadataBuilder" not in names  # VLLM_ATTENTION_BACKEND only: opt-in
+    flashinfer = vllm_worker_dir.parent / "attention" / "backends" / "flashinfer.py"
+    result = scan([str(vllm_worker_dir), str(flashinfer)])
+    reached = [f for f in result.findings if f.qualname == "FlashInferMetadataBuilder.build"]
     assert reached
     assert {f.guard for f in reached} == {"opt_in"}
     assert any("AttentionGroup.build_metadata" in f.path for f in reached)
