@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vllm_syncgate.audit.allocations import DeviceAllocations, DeviceTensors
 from vllm_syncgate.audit.staged import staged_pairs
 from vllm_syncgate.fakedev import SimulatedAccelerator
 from vllm_syncgate.patching import Patches
 
 TINY_CONFIG = Path(__file__).with_name("tiny_llama_config")
+# runner -> its attributes allocated with device=self.device (found while :func:`cpu_runner_factory` built it)
+_DEVICE_ATTRIBUTES: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def small_config(max_num_reqs: int, max_model_len: int) -> Any:
@@ -55,8 +59,13 @@ def cpu_runner_factory() -> Iterator[Callable[[int, int], Any]]:
 
     def build(max_num_reqs: int, max_model_len: int) -> Any:
         config = small_config(max_num_reqs, max_model_len)
-        with set_current_vllm_config(config):
-            return CPUModelRunner(config, torch.device("cpu"))
+        allocated = DeviceTensors()
+        with set_current_vllm_config(config), DeviceAllocations(allocated):
+            runner = CPUModelRunner(config, torch.device("cpu"))
+        _DEVICE_ATTRIBUTES[runner] = frozenset(
+            name for name, value in vars(runner).items()
+            if isinstance(value, torch.Tensor) and value in allocated)
+        return runner
 
     with (tempfile.TemporaryDirectory(prefix="syncgate-dist-") as tmp,
           set_current_vllm_config(small_config(4, 64))):
@@ -78,12 +87,15 @@ def on_simulated_device(runner: Any, acc: SimulatedAccelerator) -> Iterator[Any]
 
     ``CPUModelRunner`` points every device half of its buffers at the host half; here each gets a
     device tensor of its own again and the host half is pinned, as ``GPUModelRunner`` allocates
-    them, and vLLM's modules see pinned memory as available (``PIN_MEMORY``, read once at import,
+    them, and what the runner allocated with ``device=self.device`` (``self.seq_lens``) moves to
+    the device, and vLLM's modules see pinned memory as available (``PIN_MEMORY``, read once at import,
     is false on a CPU host): a copy the GPU runner issues asynchronously is then asynchronous here
     too, and a read of device state is a recorded readback, not a free host read.
     """
     for pair in staged_pairs(runner):
         pair.set_device(acc.device_tensor(acc.mark_pinned(pair.host)))
+    for name in _DEVICE_ATTRIBUTES.get(runner, ()):
+        setattr(runner, name, acc.device_tensor(getattr(runner, name)))
     batch = runner.input_batch
     runner.device = batch.device = acc.device
     patches = Patches()

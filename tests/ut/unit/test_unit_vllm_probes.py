@@ -84,6 +84,14 @@ class ReadsDeviceWithoutAsyncScheduling:
         return super()._on_request_state_removed(req_id, req_state)
 
 
+class ReadsDeviceAllocation:
+    """A readback of a tensor the runner allocates on its device (not a staged pair), every step."""
+
+    def _update_states(self, scheduler_output):
+        self.seq_lens[:1].tolist()
+        return super()._update_states(scheduler_output)
+
+
 class SynchronizesOnFinish:
     """A device synchronize in the hook _update_states calls for each finished request only."""
 
@@ -103,6 +111,8 @@ def _with_mixin(targets, mixin):
 @pytest.mark.parametrize(("mixin", "method", "line", "modes", "expected"), [
     (ReadsDeviceInEncoderCacheFree, "_process_encoder_cache_scheduler_output", 1,
      ["async", "sync"], "blocking_readback: Tensor.tolist in 8/8 steps"),
+    (ReadsDeviceAllocation, "_update_states", 1, ["async", "sync"],
+     "blocking_readback: Tensor.tolist in 8/8 steps"),
     (SynchronizesOnFinish, "_on_request_state_removed", 1, ["async", "sync"],
      "unexpected_sync: device_sync via torch.accelerator.synchronize in 2/8 steps (first: step 5"),
     (ReadsDeviceWithoutAsyncScheduling, "_on_request_state_removed", 2, ["sync"],

@@ -36,15 +36,14 @@ backends see every readback through the sync debug mode.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
-from torch.overrides import TorchFunctionMode
 
+from vllm_syncgate.audit.allocations import DeviceAllocations, DeviceTensors
 from vllm_syncgate.audit.backends.base import AuditBackend, function_site
 from vllm_syncgate.audit.events import CallSite, SyncKind, overridden_methods
 from vllm_syncgate.audit.ledger import Step
@@ -52,63 +51,6 @@ from vllm_syncgate.audit.staged import staged_pairs
 
 CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
 READBACKS = ("tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
-# Tensor methods whose result is host data (or nothing), whatever their operand: not propagated.
-HOST_RESULTS = frozenset({*READBACKS, "to", "pin_memory", "data_ptr", "size", "dim", "numel"})
-
-
-def _root(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor that owns ``tensor``'s memory: itself, or the base it is a view of."""
-    base = tensor._base
-    return tensor if base is None else base
-
-
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    """The tensors in a runner return value: a tensor, a (named) tuple, or an output dataclass."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
-    elif hasattr(value, "__dataclass_fields__"):
-        for item in vars(value).values():
-            yield from _tensors(item)
-
-
-def _operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
-    """The tensors an op reads: positional and keyword arguments, and lists of them (``cat``)."""
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, torch.Tensor):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            yield from (item for item in value if isinstance(item, torch.Tensor))
-
-
-class _DeviceAllocations(TorchFunctionMode):
-    """Marks what a factory allocates with ``device=`` a ``torch.device`` (the runner's
-    ``self.device``) and what torch computes from such tensors, as device tensors."""
-
-    def __init__(self, backend: CpuBackend) -> None:
-        super().__init__()
-        self.backend = backend
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
-        result = func(*args, **kwargs)
-        name = getattr(func, "__name__", "")
-        if name in HOST_RESULTS or name == "__get__":  # attributes (``_base``, ``shape``) too
-            return result
-        backend = self.backend
-        if isinstance(kwargs.get("device"), torch.device):
-            backend.mark_device(result)
-            return result
-        operands = list(_operands(args, kwargs))
-        if any(backend.is_device(t) for t in operands):
-            inputs = {id(t) for t in operands}  # an in-place op or out= hands back its target
-            for tensor in _tensors(result):
-                if id(tensor) not in inputs:
-                    backend.mark_device(tensor)
-        return result
 
 
 class CpuBackend(AuditBackend):
@@ -118,8 +60,8 @@ class CpuBackend(AuditBackend):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._device_tensors: dict[int, weakref.ref[torch.Tensor]] = {}
-        self._allocations = _DeviceAllocations(self)
+        self._device_tensors = DeviceTensors()
+        self._allocations = DeviceAllocations(self._device_tensors)
 
     def install(self) -> None:
         super().install()
@@ -129,16 +71,10 @@ class CpuBackend(AuditBackend):
     # --- device tensors ----------------------------------------------------------------------
     def mark_device(self, value: Any) -> None:
         """Treat the tensors in ``value`` (and views of them) as device resident."""
-        for tensor in _tensors(value):
-            root = _root(tensor)
-            self._device_tensors[id(root)] = weakref.ref(root)
+        self._device_tensors.add(value)
 
     def is_device(self, tensor: torch.Tensor) -> bool:
-        if not self._device_tensors:
-            return False
-        root = _root(tensor)
-        ref = self._device_tensors.get(id(root))
-        return ref is not None and ref() is root
+        return tensor in self._device_tensors
 
     @contextmanager
     def allocating(self) -> Iterator[None]:
@@ -163,9 +99,7 @@ class CpuBackend(AuditBackend):
 
     def end_step(self, **meta: Any) -> Step | None:
         step = super().end_step(**meta)
-        dead = [key for key, ref in self._device_tensors.items() if ref() is None]
-        for key in dead:
-            del self._device_tensors[key]
+        self._device_tensors.prune()
         return step
 
     def _readback(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
