@@ -7,7 +7,8 @@
 - **Speed** of what a user types, ``syncgate scan vllm/v1/worker --device cuda`` as a process,
   on vLLM 0.32.0 (the deeper analysis follows the sampler and drafter packages too): cold (no
   cache; target <= 3 s), unchanged tree (the content-hash cache; target <= 0.5 s), and the same
-  cold command at 4fa528f (before issue 20), in alternating rounds so machine noise hits all
+  cold command at 4fa528f (before issue 20) and at 7655ee6 (before the model families'
+  builders and ops were followed), in alternating rounds so machine noise hits all
   three: wall and CPU seconds (medians) and the ratios side by side.
 
 Run: .venv/bin/python benchmarks/bench_scan.py [--rounds N] [--speed-only]
@@ -33,6 +34,7 @@ from vllm_syncgate.scan.corpus import evaluate, load_corpus, ratio, source_root,
 CORPUS = Path(__file__).parents[1] / "tests" / "data" / "scan-corpus" / "labels.toml"
 SPEED_RELEASE = "vllm 0.32.0"
 BEFORE = "4fa528f"  # the scan before issue 20
+PREVIOUS = "7655ee6"  # before the model families' builders and ops were followed (item 2)
 
 
 def run_scan(root: Path, src: Path, env: dict[str, str]) -> tuple[float, float, int]:
@@ -85,10 +87,12 @@ def accuracy() -> tuple[list[dict], dict, dict[str, Path]]:
 def speed(root: Path, rounds: int) -> tuple[list[dict], dict]:
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as temp:
         before = before_tree(BEFORE, Path(temp) / "before")
+        previous = before_tree(PREVIOUS, Path(temp) / "previous")
         now = Path(__file__).resolve().parents[1] / "src"
         cache = {"SYNCGATE_CACHE_DIR": str(Path(temp) / "cache")}
         variants = {
             f"before ({BEFORE}), cold": (before, {"SYNCGATE_NO_CACHE": "1"}),
+            f"previous ({PREVIOUS}), cold": (previous, {"SYNCGATE_NO_CACHE": "1"}),
             "now, cold (no cache)": (now, {"SYNCGATE_NO_CACHE": "1"}),
             "now, unchanged tree (cache)": (now, cache),
         }
@@ -104,11 +108,12 @@ def speed(root: Path, rounds: int) -> tuple[list[dict], dict]:
         rows.append({"variant": name, "wall_s": round(statistics.median(w for w, _ in runs), 3),
                      "cpu_s": round(statistics.median(c for _, c in runs), 3),
                      "exit": codes[name]})
-    before_row, cold, warm = rows
+    before_row, previous_row, cold, warm = rows
     summary = {
         "path": str(root),
         "rounds": rounds,
         "cold_over_before_cpu": round(cold["cpu_s"] / before_row["cpu_s"], 2),
+        "cold_over_previous_cpu": round(cold["cpu_s"] / previous_row["cpu_s"], 2),
         "cached_over_cold_cpu": round(warm["cpu_s"] / cold["cpu_s"], 3),
         "target_cold_s": 3.0,
         "target_cached_s": 0.5,

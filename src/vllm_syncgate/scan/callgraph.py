@@ -177,7 +177,8 @@ def _scan(
     # of a backend package, only the modules with a default builder (and its helpers): the
     # other builders' builds are opt-in and cannot fail the gate (scanned when named)
     follow = Follow(config.follow_imports.match, config.follow_packages.match,
-                    config.default_implementations.match, config.dispatch_classes.match)
+                    config.default_implementations.match, config.dispatch_classes.match,
+                    config.follow_ops.match)
     index = build_index(list(paths), budget, follow)
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]

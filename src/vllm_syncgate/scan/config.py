@@ -18,7 +18,7 @@ from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
-                "dispatch_receivers", "dispatch_classes"),
+                "follow_ops", "dispatch_receivers", "dispatch_classes"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations"),
@@ -28,7 +28,8 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
-     "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations"}
+     "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
+     "follow_ops"}
 )
 
 
@@ -54,6 +55,7 @@ class ScanConfig:
     skip_classes: Patterns
     follow_imports: Patterns
     follow_packages: Patterns
+    follow_ops: Patterns
     dispatch_receivers: Patterns
     dispatch_classes: Patterns
     speculation: Patterns
@@ -101,6 +103,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         skip_classes=Patterns(values["skip_classes"]),
         follow_imports=Patterns(values["follow_imports"]),
         follow_packages=Patterns(values["follow_packages"]),
+        follow_ops=Patterns(values["follow_ops"]),
         dispatch_receivers=Patterns(values["dispatch_receivers"]),
         dispatch_classes=Patterns(values["dispatch_classes"]),
         speculation=Patterns(values["speculation"]),

@@ -35,6 +35,7 @@ class SourceModule:
     # local name -> (module, attribute) for ``from M import A as local``; (module, "") for imports
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)
     followed: bool = False  # not named on the command line: reached through the runner's imports
+    backend: bool = False  # a builder's side: its ops are read when a call reaches them
 
 
 @dataclass(eq=False)
@@ -85,6 +86,8 @@ class SourceIndex:
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
+    # parses an op module (by dotted name) the first time a backend module's call reaches it
+    load_op: Callable[[str], SourceModule | None] | None = field(default=None, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """Depth-first, left-to-right, duplicates after their first occurrence removed.
@@ -145,7 +148,11 @@ class SourceIndex:
     def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
         target = module.imports.get(name)
         if target is not None and target[1]:
-            return self.functions.get(target)
+            found = self.functions.get(target)
+            if found is None and module.backend and self.load_op is not None \
+                    and self.load_op(target[0]) is not None:
+                found = self.functions.get(target)  # an op, parsed now that a call reaches it
+            return found
         return self.functions.get((module.name, name))
 
     def _resolve(
@@ -235,6 +242,7 @@ class Follow:
     packages: Callable[[str], bool] = _nothing
     defaults: Callable[[str], bool] = _nothing
     alternatives: Callable[[str], bool] = _nothing
+    ops: Callable[[str], bool] = _nothing  # op modules a backend module imports
 
 
 def build_index(
@@ -257,6 +265,7 @@ def build_index(
     _rebase(index)
     if follow is not None:
         _follow_imports(index, seen, budget, follow)
+        index.load_op = _op_loader(index, seen, budget, follow)
     for module in index.modules:
         _index_module(module, index)
     for cls in index.classes:
@@ -371,15 +380,12 @@ def _follow_imports(
     """Add the modules the scanned ones import (transitively) that ``follow`` names and that
     lie in the same tree: ``vllm/v1/worker`` brings ``vllm/v1/sample/sampler.py`` along, and
     an import from ``vllm.v1.attention.backends`` every backend module with a builder."""
-    roots: dict[str, Path] = {}
-    for module in index.modules:
-        depth = module.name.count(".") + (module.path.stem == "__init__")
-        parents = module.path.resolve().parents
-        if depth < len(parents):
-            roots.setdefault(module.name.split(".")[0], parents[depth])
+    roots = _roots(index)
     cwd = Path.cwd()
     queue = list(index.modules)
     expanded: set[str] = set()
+    for module in index.modules:  # the builders' side: a backend package's modules
+        module.backend = bool(_package(module.name, follow.packages))
 
     def add(file: Path, name: str) -> SourceModule | None:
         real = Path(os.path.realpath(file))
@@ -399,6 +405,8 @@ def _follow_imports(
 
     while queue:
         module = queue.pop()
+        if module.backend:
+            _read_nested_imports(module)  # an op imported where it is called
         for base, attr in module.imports.values():
             for name in (f"{base}.{attr}" if attr else base, base):
                 root = roots.get(name.split(".")[0])
@@ -412,10 +420,13 @@ def _follow_imports(
                         if _defines(file, follow.defaults, budget.max_bytes):
                             parts = file.relative_to(folder).with_suffix("").parts
                             added = add(file, ".".join([package, *parts]).removesuffix(".__init__"))
+                            if added is not None:
+                                added.backend = True
                             for base in _base_modules(added, follow.defaults):
                                 found = _module_file(root, base)
-                                if found is not None:
-                                    add(found, base)  # MLA builders' common build lives there
+                                based = add(found, base) if found is not None else None
+                                if based is not None:  # MLA builders' common build lives there
+                                    based.backend = True
                 if not follow.modules(name):
                     continue
                 file = _module_file(root, name)
@@ -424,6 +435,69 @@ def _follow_imports(
                                     and not _defines(file, follow.defaults, budget.max_bytes)):
                     continue  # another backend's builder: opt-in, scanned when named
                 add(file, name)
+
+
+def _read_nested_imports(module: SourceModule) -> None:
+    """Add the ``from M import f`` statements inside functions to ``module.imports`` (a
+    module-level binding of the same name wins): builders import their ops where they call
+    them. Read only for the builders' side, whose ops the scan follows."""
+    if not any(line[:1].isspace() and line.lstrip().startswith("from ")
+               for line in module.lines):
+        return
+    package = module.name if module.path.stem == "__init__" else module.name.rpartition(".")[0]
+    stack: list[ast.stmt] = list(module.tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stack.extend(node.body)
+        elif isinstance(node, ast.If | ast.Try | ast.For | ast.While | ast.With):
+            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                          *(h.body for h in getattr(node, "handlers", []))):
+                stack.extend(block)
+        elif isinstance(node, ast.ImportFrom) and node.col_offset:
+            base = _absolute(node, package)
+            for alias in node.names:
+                module.imports.setdefault(alias.asname or alias.name, (base, alias.name))
+
+
+def _roots(index: SourceIndex) -> dict[str, Path]:
+    """Top-level package name -> the folder holding it, from the scanned modules."""
+    roots: dict[str, Path] = {}
+    for module in index.modules:
+        depth = module.name.count(".") + (module.path.stem == "__init__")
+        parents = module.path.resolve().parents
+        if depth < len(parents):
+            roots.setdefault(module.name.split(".")[0], parents[depth])
+    return roots
+
+
+def _op_loader(index: SourceIndex, seen: set[Path], budget: FileBudget,
+               follow: Follow) -> Callable[[str], SourceModule | None]:
+    """Parse an op module ``follow.ops`` names, from the same tree, when a backend module's
+    call first reaches one of its functions: an ops package is never read whole, and the ops of
+    a builder the search does not reach are not read at all."""
+    roots, cwd = _roots(index), Path.cwd()
+
+    def load(name: str) -> SourceModule | None:
+        root = roots.get(name.split(".")[0])
+        file = _module_file(root, name) if root is not None and follow.ops(name) else None
+        real = Path(os.path.realpath(file)) if file is not None else None
+        if real is None or real in seen:
+            return None
+        seen.add(real)
+        found = _parse(file, _display(file, cwd), index, budget)  # type: ignore[arg-type]
+        if found is None:
+            return None
+        found.name, found.followed, found.backend = name, True, True
+        _read_imports(found)
+        _read_nested_imports(found)
+        index.modules.append(found)
+        index.lines += len(found.lines)
+        _index_module(found, index)
+        index._by_module, index._by_name = {}, {}  # resolve_class rebuilds its tables
+        return found
+
+    return load
 
 
 def _module_file(root: Path, name: str) -> Path | None:

@@ -160,6 +160,14 @@ def moves_to_device(call: ast.Call) -> bool:
     return bool(call.args) and not is_dtype(call.args[0])
 
 
+def to_parameter(model: ValueModel, call: ast.Call) -> bool:
+    """``x.to(t)`` with ``t`` a tensor parameter (not a device or dtype): ``x`` goes where the
+    caller's tensor lives (an op's ``.to(cu_seqlens)``), which only the callers know."""
+    target = call.args[0] if call.args else None
+    return target is not None and moves_to_device(call) and bool(model.param(target)) \
+        and "device" not in dotted(target).lower()
+
+
 def constructed_kind(node: ast.expr) -> str | None:
     """``"event"`` for ``torch.cuda.Event(...)`` and friends, ``"stream"`` for streams."""
     if isinstance(node, ast.Call):
@@ -655,6 +663,8 @@ class ValueModel:
             if method == "to":
                 if targets_cpu(node):
                     return Place.HOST
+                if to_parameter(self, node):
+                    return Place.UNKNOWN  # x.to(cu_seqlens): where the caller's tensor lives
                 receiver = self.place(func.value)
                 return Place.DEVICE if receiver is Place.HOST and moves_to_device(node) \
                     else receiver
