@@ -69,7 +69,7 @@ def test_a_branch_changing_only_what_the_cpu_runner_overrides_is_not_a_serve_pas
     [case] = serve["cases"]
     assert case["skipped"] is True
     assert case["file"] == str(root / "vllm" / RUNNER)
-    assert "GPUModelRunner._to_list  NOT RUN  " in done.stdout
+    assert "GPUModelRunner._to_list  NOT TESTED  " in done.stdout
     junit = (tmp_path / "report" / "junit.xml").read_text()
     assert '<skipped message="vllm.v1.worker.gpu_model_runner:GPUModelRunner._to_list: not run at this level' in junit
     assert no_leftovers(tmp_path) == []
@@ -91,6 +91,27 @@ def test_reads_of_staged_device_halves_and_device_allocations_fail_the_serve_lev
     assert done.returncode == 1, done.stdout + done.stderr
     assert doc["levels"]["serve"]["status"] == "fail"
     assert expected <= set(_breach_sites(doc)), _breach_sites(doc)
+    assert no_leftovers(tmp_path) == []
+
+
+def test_a_readback_of_a_computed_value_the_cpu_serve_level_cannot_see_is_not_a_pass(
+        vllm_branch, edit_method, tmp_path, no_leftovers):
+    """``self.seq_lens[:2].max().item()`` reads a value the step computes on the device: the CPU
+    serve level records nothing there, so the scan's failing site in the changed method is a NOT
+    TESTED case and the serve level is ERROR (exit 2) instead of PASS."""
+    read = "self.seq_lens[:2].max().item()"
+    root = vllm_branch("serve_unseen", lambda pkg: edit_method(
+        pkg / RUNNER, "GPUModelRunner", "_update_states", prepend=[read]))
+    runner = root / "vllm" / RUNNER
+    line = next(i for i, x in enumerate(runner.read_text().splitlines(), 1) if x.strip() == read)
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
+    assert done.returncode == 2, done.stdout + done.stderr
+    serve = doc["levels"]["serve"]
+    assert serve["status"] == "error"
+    assert all(s["passed"] for s in doc["scenarios"])
+    assert f"{runner}:{line} GPUModelRunner._update_states" in serve["reason"]
+    [case] = serve["cases"]
+    assert (case["skipped"], case["file"], case["line"]) == (True, str(runner), line)
     assert no_leftovers(tmp_path) == []
 
 

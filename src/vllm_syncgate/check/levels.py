@@ -13,15 +13,17 @@ import importlib.metadata
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vllm_syncgate.audit.budgets import BudgetSet
+from vllm_syncgate.audit.events import CallSite
 from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, git_commit, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
+from vllm_syncgate.check.unseen import NotSeen, unseen_sites
 from vllm_syncgate.check.untested import NotRun, not_run_changes
 from vllm_syncgate.errors import ConfigError, ScanError, UsageError
 from vllm_syncgate.reportfiles import user_cache_dir
@@ -281,22 +283,46 @@ def untested_changes(code: CodeUnderTest | None, device: str) -> list[NotRun]:
                            device_levels(device).served, device)
 
 
+def unseen_changes(code: CodeUnderTest | None, scan: LevelResult | None,
+                   sources: Sequence[RunnerSource], observed: Iterable[CallSite],
+                   device: str) -> list[NotSeen]:
+    """The scan's failing sites in a ``--source`` tree's changed functions where the serve level
+    recorded no event (``observed``: every event of its scenarios); the scan level's result when
+    it ran, else the scan is run here. [] for the installed package and an editable install."""
+    if code is None or code.tree is None or code.overlay is None or code.installed is None:
+        return []
+    scan = scan if scan is not None and scan.status in (PASS, FAIL) else run_scan(sources)
+    failing = [(Path(c.file), c.line, c.name.split(" ", 1)[1]) for c in scan.cases
+               if not c.passed and not c.error and c.file and c.line and " " in c.name]
+    return unseen_sites(failing, code.tree / code.package, code.installed, observed, device)
+
+
 def serve_result(passed_: bool, untested: Sequence[NotRun], duration_s: float,
-                 code: CodeUnderTest | None) -> LevelResult:
+                 code: CodeUnderTest | None, unseen: Sequence[NotSeen] = ()) -> LevelResult:
     """The serve level's verdict: FAIL when a scenario failed (exit 1); else ERROR (exit 2, the
-    level could not test what was asked) when changed code never ran here, else PASS. Each
-    method not run is a case of its own, at its line in the tree."""
+    level could not test what was asked) when changed code never ran here or a sync the scan
+    found in changed code was never observed here, else PASS. Each is a case of its own, at its
+    line in the tree."""
     result = LevelResult("serve", PASS if passed_ else FAIL, duration_s=duration_s,
                          notes=[f"code: {code.describe()}"] if code else [],
                          code=code.to_json() if code else None)
+    not_run = {(n.file, n.qualname) for n in untested}  # named once, as not run
+    unseen = [n for n in unseen if (n.file, n.qualname) not in not_run]
     result.cases = [LevelCase(n.qualname, False, n.describe(), str(n.file), n.line, skipped=True)
                     for n in untested]
-    if passed_ and untested:
+    result.cases += [LevelCase(f"{n.qualname} {n.what}", False, n.describe(), str(n.file), n.line,
+                               skipped=True) for n in unseen]
+    if passed_ and (untested or unseen):
         result.status = ERROR
-        result.reason = ("error: changed code not run at this level: "
-                         + "; ".join(f"{n.qualname} (overridden by {n.overridden_by} on "
-                                     f"{n.device})" for n in untested)
-                         + "; run the level where the tree's method is the one served")
+        why = ["changed code not run at this level: " + "; ".join(
+            f"{n.qualname} (overridden by {n.overridden_by} on {n.device})" for n in untested)
+            + "; run the level where the tree's method is the one served"] if untested else []
+        why += [f"a sync the scan found in changed code was not observed at this level on "
+                f"{unseen[0].device}: " + "; ".join(f"{n.file}:{n.line} {n.qualname} ({n.what})"
+                                                    for n in unseen)
+                + "; fix it (or allow it in the scan's budget) or run the level where it is seen"
+                ] if unseen else []
+        result.reason = "error: " + "; ".join(why)
     return result
 
 

@@ -69,7 +69,7 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
         width = max((len(c.name) for c in level.cases), default=0)
         for case in level.cases:
             where = f"  [{case.file}:{case.line}]" if case.file and not case.passed else ""
-            word = "PASS" if case.passed else "NOT RUN" if case.skipped else "FAIL"
+            word = "PASS" if case.passed else "NOT TESTED" if case.skipped else "FAIL"
             lines.append(f"   {case.name:<{width}}  {word}  {case.detail}{where}")
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_syncgate import junit_writer
-from vllm_syncgate.audit.events import LOGPROB_REQS, SYNC_KINDS
+from vllm_syncgate.audit.events import LOGPROB_REQS, SYNC_KINDS, CallSite
 from vllm_syncgate.audit.verdict import Breach, StepDecisions
 from vllm_syncgate.check.judge import GroupVerdict, ScenarioVerdict
 from vllm_syncgate.fixhints import fix_lines
@@ -41,6 +41,11 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return all(s.passed for s in self.scenarios) and all(g.passed for g in self.groups)
+
+    def observed_sites(self) -> set[CallSite]:
+        """Where every recorded sync of every scenario happened, allowed or counted."""
+        return {decision.event.site for scenario in self.scenarios if scenario.sync is not None
+                for step in scenario.sync.steps for decision in step.decisions}
 
     @property
     def what(self) -> str:

@@ -90,7 +90,7 @@ def _calls_super(fn: Method, method: str) -> bool:
 
 def _methods_in(file: Path, name: str) -> dict[str, str]:
     """Method name -> AST dump of class ``name`` in ``file`` ({} when either is missing)."""
-    tree = _parse(file)
+    tree = parse_source(file)
     klass = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name),
                  None) if tree is not None else None
     if klass is None:
@@ -98,7 +98,8 @@ def _methods_in(file: Path, name: str) -> dict[str, str]:
     return {n.name: ast.dump(n) for n in klass.body if isinstance(n, Method)}
 
 
-def _parse(file: Path) -> ast.Module | None:
+def parse_source(file: Path) -> ast.Module | None:
+    """``file``'s AST, or None when it cannot be read or parsed (nothing to compare with)."""
     try:
         return ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
@@ -128,7 +129,7 @@ class _Finder:
         if file is None:
             return None
         if module not in self._trees:
-            self._trees[module] = _parse(file)
+            self._trees[module] = parse_source(file)
         tree = self._trees[module]
         return None if tree is None else (tree, file)
 

@@ -34,6 +34,7 @@ from vllm_syncgate.check.levels import (
     serve_result,
     skipped,
     stops_serve,
+    unseen_changes,
     untested_changes,
     untrusted,
     vllm_code,
@@ -213,8 +214,11 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     assert serve is not None
                     result = _serve(serve, say, started)
-                    levels.append(serve_result(result.passed, untested_changes(code, plan.stack),
-                                               time.monotonic() - serve[0].started, code))
+                    scan = next((lv for lv in levels if lv.name == "scan"), None)
+                    levels.append(serve_result(
+                        result.passed, untested_changes(code, plan.stack),
+                        time.monotonic() - serve[0].started, code,
+                        unseen_changes(code, scan, sources, result.observed_sites(), plan.stack)))
         finally:
             if serve is not None:
                 serve[0].stop()

@@ -83,7 +83,7 @@ def test_changed_code_the_serve_level_did_not_run_is_named_on_every_face(tmp_pat
         skipped=True)])]
     text = sections(levels, None)
     assert f"== serve: ERROR ({reason})" in text
-    assert (f"   GPUModelRunner._to_list  NOT RUN  {detail}  "
+    assert (f"   GPUModelRunner._to_list  NOT TESTED  {detail}  "
             "[/b/vllm/v1/worker/gpu_model_runner.py:7180]") in text
     paths = write_level_reports(tmp_path, levels, None, {})
     [case] = json.loads(paths["json"].read_text())["levels"]["serve"]["cases"]
