@@ -4,7 +4,9 @@ exists because the earlier one was seen), and the figures benchmarks/bench_heldo
 them agree with the labels. An item is a sync-fix commit (splits 1, 2 and 4, vllm-ascend; the
 scan needs a clone, not in CI) or a release pair (splits 3 and 4, vLLM: a sync in one release,
 gone in the next). Split 4 holds the fixes beyond the scan's present scope (attention metadata
-builders and ops), some of which an earlier split excluded for that scope: an item an earlier
+builders and ops), some of which an earlier split excluded for that scope; split 5 (commits) was
+labelled while the scan's scope was being extended to them, by someone who never saw the scanner
+work on them: an item an earlier
 split excluded may be labelled later when the later split names it as taken, an item an earlier
 split used never. Held-out releases come from the package index, so the slow test re-scans them and fails
 when they fail on more sites than the recorded figures. Each check is a function of the data, so
@@ -27,12 +29,13 @@ from vllm_syncgate.tomlfile import read_toml
 
 DATA = Path(__file__).parents[2] / "data"
 # in labelling order: a split may not reuse a commit of any split before it
-SPLITS = ("heldout", "heldout2", "heldout3", "heldout4")
+SPLITS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
 # the least each split holds (the later ones are smaller: the pool of unused sync fixes in the
 # scanned packages ran out, and vLLM's own default path had almost none to fix; see each
 # `excluded` list): guards against labels lost by an edit
 MINIMUM = {"heldout": {"items": 12, "default": 5}, "heldout2": {"items": 9, "default": 3},
-           "heldout3": {"items": 8, "default": 1}, "heldout4": {"items": 8, "default": 12}}
+           "heldout3": {"items": 8, "default": 1}, "heldout4": {"items": 8, "default": 12},
+           "heldout5": {"items": 7, "default": 11}}
 KINDS = {"device_sync", "stream_sync", "event_sync", "blocking_readback", "blocking_copy"}
 ITEM_KINDS = ("commit", "pair")  # the rows bench_heldout writes per labelled site
 SHA = re.compile(r"^[0-9a-f]{40}$")
