@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_syncgate.audit.events import CallSite
-from vllm_syncgate.check.untested import parse_source
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
+from vllm_syncgate.check.untested import Method, parse_source
 
 
 @dataclass(frozen=True)
@@ -70,12 +68,12 @@ def changed_function(file: Path, before: Path, line: int) -> str | None:
     return qualname if old is None or ast.dump(old) != ast.dump(path[-1]) else None
 
 
-def _innermost(tree: ast.Module | None, line: int) -> list[ast.ClassDef | Function]:
+def _innermost(tree: ast.Module | None, line: int) -> list[ast.ClassDef | Method]:
     """The classes and functions enclosing ``line``, outermost first, ending at a function."""
-    path: list[ast.ClassDef | Function] = []
+    path: list[ast.ClassDef | Method] = []
     body: Sequence[ast.stmt] = tree.body if tree is not None else ()
     while True:
-        node = next((n for n in body if isinstance(n, (ast.ClassDef, *Function.__args__))
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, *Method.__args__))
                      and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
         if node is None:
             break
@@ -90,7 +88,7 @@ def _find(tree: ast.Module | None, names: list[str]) -> ast.AST | None:
     body: Sequence[ast.stmt] = tree.body if tree is not None else ()
     node: ast.AST | None = None
     for name in names:
-        node = next((n for n in body if isinstance(n, (ast.ClassDef, *Function.__args__))
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, *Method.__args__))
                      and n.name == name), None)
         if node is None:
             return None
