@@ -92,3 +92,22 @@ def judge_kit():
     return {"Reference": TableReference, "NoReference": NoReference, "budgets": BUDGETS, "clean_steps": clean_steps,
             "mutant_steps": mutant_steps, "group_run": group_run, "scenario_run": scenario_run,
             "gen": gen}
+
+
+@pytest.fixture
+def branch(data_dir, tmp_path):
+    """The runner-shaped fixture package (tests/data/check/untested) as the installed build, a
+    copy of it as a branch, and ``edit(path, old, new)`` replacing one line in the copy."""
+    import shutil
+
+    installed = data_dir / "check" / "untested" / "vllm"
+    tree = tmp_path / "branch" / "vllm"
+    shutil.copytree(installed, tree)
+
+    def edit(path, old, new):
+        text = (tree / path).read_text()
+        assert text.count(old) == 1
+        (tree / path).write_text(text.replace(old, new))
+        return tree
+
+    return installed, tree, edit

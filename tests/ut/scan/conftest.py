@@ -97,3 +97,15 @@ def marked_families() -> Callable[[Path], dict[tuple[str, int, str, str], str]]:
         return found
 
     return marked
+
+
+@pytest.fixture
+def lost_families(marked_families):
+    """``lost(root, reported)``: the families of ``root``'s marked lines that ``reported`` (the
+    ``(file name, line, kind, guard)`` of a scan's findings) lacks: what a broken variant lost."""
+
+    def lost(root: Path, reported: set[tuple[str, int, str, str]]) -> set[str]:
+        expected = marked_families(root)
+        return {expected[site] for site in set(expected) - reported}
+
+    return lost
