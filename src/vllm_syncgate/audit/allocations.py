@@ -16,9 +16,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+# Tensor methods that read a tensor's values on the host (a readback when it is on the device).
+READBACKS = ("tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
 # Tensor methods whose result is host data (or nothing), whatever their operand.
-HOST_RESULTS = frozenset({"tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__",
-                          "__index__", "to", "pin_memory", "data_ptr", "size", "dim", "numel"})
+HOST_RESULTS = frozenset({*READBACKS, "to", "pin_memory", "data_ptr", "size", "dim", "numel"})
 
 
 def root(tensor: torch.Tensor) -> torch.Tensor:
@@ -66,14 +67,6 @@ class DeviceTensors:
             del self._refs[key]
 
 
-def _operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, torch.Tensor):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            yield from (item for item in value if isinstance(item, torch.Tensor))
-
-
 class DeviceAllocations(TorchFunctionMode):
     """Inside, what a factory allocates with ``device=`` a ``torch.device``, and what torch
     computes from such tensors (not in place), goes into ``found``."""
@@ -92,7 +85,7 @@ class DeviceAllocations(TorchFunctionMode):
         if isinstance(kwargs.get("device"), torch.device):
             self.found.add(result)
             return result
-        operands = list(_operands(args, kwargs))
+        operands = list(tensors_in([*args, *kwargs.values()]))  # cat's list too
         if any(t in self.found for t in operands):
             inputs = {id(t) for t in operands}  # an in-place op or out= hands back its target
             for tensor in tensors_in(result):

@@ -292,8 +292,9 @@ def unseen_changes(code: CodeUnderTest | None, scan: LevelResult | None,
     if code is None or code.tree is None or code.overlay is None or code.installed is None:
         return []
     scan = scan if scan is not None and scan.status in (PASS, FAIL) else run_scan(sources)
-    failing = [(Path(c.file), c.line, c.name.split(" ", 1)[1]) for c in scan.cases
-               if not c.passed and not c.error and c.file and c.line and " " in c.name]
+    failing = [(Path(c.file), c.line, c.name.removeprefix(f"{c.file}:{c.line} ")) for c in scan.cases
+               if not c.passed and not c.error and c.file and c.line
+               and c.name.startswith(f"{c.file}:{c.line} ")]  # the scan's "file:line kind api"
     return unseen_sites(failing, code.tree / code.package, code.installed, observed, device)
 
 
@@ -306,7 +307,7 @@ def serve_result(passed_: bool, untested: Sequence[NotRun], duration_s: float,
     result = LevelResult("serve", PASS if passed_ else FAIL, duration_s=duration_s,
                          notes=[f"code: {code.describe()}"] if code else [],
                          code=code.to_json() if code else None)
-    not_run = {(n.file, n.qualname) for n in untested}  # named once, as not run
+    not_run = {(n.file.resolve(), n.qualname) for n in untested}  # named once, as not run
     unseen = [n for n in unseen if (n.file, n.qualname) not in not_run]
     result.cases = [LevelCase(n.qualname, False, n.describe(), str(n.file), n.line, skipped=True)
                     for n in untested]

@@ -388,18 +388,8 @@ def _follow_imports(
         module.backend = bool(_package(module.name, follow.packages))
 
     def add(file: Path, name: str) -> SourceModule | None:
-        real = Path(os.path.realpath(file))
-        if real in seen:
-            return None
-        seen.add(real)
-        found = _parse(file, _display(file, cwd), index, budget)
+        found = _add_followed(index, seen, budget, file, name, cwd)
         if found is not None:
-            # the name it was imported by, whatever __init__.py files the tree lacks
-            found.name = name
-            _read_imports(found)
-            found.followed = True
-            index.modules.append(found)
-            index.lines += len(found.lines)
             queue.append(found)
         return found
 
@@ -435,6 +425,25 @@ def _follow_imports(
                                     and not _defines(file, follow.defaults, budget.max_bytes)):
                     continue  # another backend's builder: opt-in, scanned when named
                 add(file, name)
+
+
+def _add_followed(index: SourceIndex, seen: set[Path], budget: FileBudget, file: Path, name: str,
+                  cwd: Path) -> SourceModule | None:
+    """Parse ``file`` (once: ``seen`` holds real paths) as module ``name``, reached by following
+    imports, and add it to ``index``; None when it was seen or cannot be read."""
+    real = Path(os.path.realpath(file))
+    if real in seen:
+        return None
+    seen.add(real)
+    found = _parse(file, _display(file, cwd), index, budget)
+    if found is not None:
+        # the name it was imported by, whatever __init__.py files the tree lacks
+        found.name = name
+        _read_imports(found)
+        found.followed = True
+        index.modules.append(found)
+        index.lines += len(found.lines)
+    return found
 
 
 def _read_nested_imports(module: SourceModule) -> None:
@@ -481,18 +490,11 @@ def _op_loader(index: SourceIndex, seen: set[Path], budget: FileBudget,
     def load(name: str) -> SourceModule | None:
         root = roots.get(name.split(".")[0])
         file = _module_file(root, name) if root is not None and follow.ops(name) else None
-        real = Path(os.path.realpath(file)) if file is not None else None
-        if real is None or real in seen:
-            return None
-        seen.add(real)
-        found = _parse(file, _display(file, cwd), index, budget)  # type: ignore[arg-type]
+        found = _add_followed(index, seen, budget, file, name, cwd) if file is not None else None
         if found is None:
             return None
-        found.name, found.followed, found.backend = name, True, True
-        _read_imports(found)
+        found.backend = True
         _read_nested_imports(found)
-        index.modules.append(found)
-        index.lines += len(found.lines)
         _index_module(found, index)
         index._by_module, index._by_name = {}, {}  # resolve_class rebuilds its tables
         return found

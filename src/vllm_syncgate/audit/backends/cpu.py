@@ -43,14 +43,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from vllm_syncgate.audit.allocations import DeviceAllocations, DeviceTensors
+from vllm_syncgate.audit.allocations import READBACKS, DeviceAllocations, DeviceTensors
 from vllm_syncgate.audit.backends.base import AuditBackend, function_site
 from vllm_syncgate.audit.events import CallSite, SyncKind, overridden_methods
 from vllm_syncgate.audit.ledger import Step
 from vllm_syncgate.audit.staged import staged_pairs
 
 CPU_RUNNER_MODULES = ("vllm.v1.worker.cpu_model_runner", "vllm.v1.worker.cpu.model_runner")
-READBACKS = ("tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
 
 
 class CpuBackend(AuditBackend):
@@ -107,13 +106,13 @@ class CpuBackend(AuditBackend):
 
         @functools.wraps(fn)
         def readback(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            # under the allocations mode torch calls the public method (this wrapper) once more
-            if backend._depth("in_readback"):
+            # a host tensor (the common case) costs two checks; under the allocations mode torch
+            # calls the public method (this wrapper) once more for the same read
+            if (torch.compiler.is_compiling() or not backend.is_device(tensor)
+                    or backend._depth("in_readback")):
                 return fn(tensor, *args, **kwargs)
+            backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
             with backend._deeper("in_readback"):
-                if torch.compiler.is_compiling() or not backend.is_device(tensor):
-                    return fn(tensor, *args, **kwargs)
-                backend.record(SyncKind.BLOCKING_READBACK, f"Tensor.{name}", detail="device tensor")
                 result = fn(tensor, *args, **kwargs)
             # a device would hand back a new host tensor, not the same storage
             return result.clone() if name == "cpu" else result
