@@ -24,6 +24,7 @@ from vllm_syncgate.errors import ScanError
 from vllm_syncgate.scan.cache import ScanCache, fingerprint
 from vllm_syncgate.scan.config import ScanConfig, load_config
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator
+from vllm_syncgate.scan.memory import paused_collector
 from vllm_syncgate.scan.rules import (
     Assignment,
     Call,
@@ -164,7 +165,8 @@ def scan(
                 return ScanResult.from_json(cached)
             except (KeyError, TypeError):
                 pass  # an entry of another shape: scan again and replace it
-    result, read = _scan(paths, entries, allow, config, budget)
+    with paused_collector():  # the AST nodes live as long as the scan: no collector rounds
+        result, read = _scan(paths, entries, allow, config, budget)
     if cache is not None:
         cache.store(result.to_json(), read)
     return result
