@@ -32,6 +32,12 @@ that mode), its allow rules added to the base's, its limits overriding the base'
 A file the scan cannot read fails a gate-mode scan unless excluded with a reason
 (``[[exclude]]`` with ``path``, a glob on the file's path, and ``reason``).
 
+``dispatch`` says which of an op class's per-platform methods the device runs (vLLM's
+``CustomOp.dispatch_forward``: ``forward_oot`` on an out-of-tree platform such as Ascend,
+``forward_cuda`` on CUDA, ``forward_cpu`` on the CPU; the first one an op class defines wins,
+``forward_native`` being what the others fall back to). The scan follows the op's forward there;
+a file that ``extends`` another inherits it.
+
 Example::
 
     profile = "cuda"
@@ -133,6 +139,7 @@ class BudgetSet:
     budgets: tuple[Budget, ...]
     source: str = ""
     exclude: tuple[Exclusion, ...] = ()  # files the scan's gate need not read, each with a reason
+    dispatch: tuple[str, ...] = ()  # an op class's methods this device runs, first defined wins
 
     def select(self, runner: str, speculation: bool) -> Budget:
         for candidate in (runner, "*"):
@@ -166,8 +173,9 @@ def load_budgets(path: str | Path) -> BudgetSet:
 def parse_budgets(data: dict[str, Any], source: str = "<budgets>",
                   _chain: tuple[str, ...] = ()) -> BudgetSet:
     reject_unknown_keys(
-        data, ("profile", "budget", "extends", "exclude"), where="", source=source,
-        error=BudgetError, problem="unknown key (expected profile, budget, extends, exclude)",
+        data, ("profile", "budget", "extends", "exclude", "dispatch"), where="", source=source,
+        error=BudgetError,
+        problem="unknown key (expected profile, budget, extends, exclude, dispatch)",
     )
     base = _base(data["extends"], source, _chain) if "extends" in data else None
     profile = data.get("profile", base.profile if base is not None else None)
@@ -183,10 +191,14 @@ def parse_budgets(data: dict[str, Any], source: str = "<budgets>",
             raise BudgetError(source, f"budget[{i}]", f"duplicate budget for {b.label}")
         seen.add((b.runner, b.speculation))
     exclude = parse_exclusions(data.get("exclude", []), source, "exclude", BudgetError)
+    dispatch = data.get("dispatch", list(base.dispatch) if base is not None else [])
+    if not isinstance(dispatch, list) or not all(isinstance(m, str) and m for m in dispatch):
+        raise BudgetError(source, "dispatch", "must be a list of method names (forward_oot, ...)")
     if base is not None:
         budgets = _extend(base.budgets, budgets)
         exclude = base.exclude + exclude
-    return BudgetSet(profile=profile, budgets=budgets, source=source, exclude=exclude)
+    return BudgetSet(profile=profile, budgets=budgets, source=source, exclude=exclude,
+                     dispatch=tuple(dispatch))
 
 
 def _base(name: Any, source: str, chain: tuple[str, ...]) -> BudgetSet:

@@ -14,7 +14,7 @@ import difflib
 import re
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -148,12 +148,17 @@ def scan(
     config: ScanConfig | None = None,
     budget: FileBudget | None = None,
     cache_dir: Path | None = None,
+    dispatch: Sequence[str] = (),
 ) -> ScanResult:
-    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries.
+    """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries
+    (the runners' steps and the model forward's roots). ``dispatch`` is the budget's: which of
+    an op class's per-platform methods the device runs.
 
     With ``cache_dir``, an unchanged tree's result is read back instead (:mod:`.cache`).
     """
     config = config or load_config()
+    if dispatch:
+        config = replace(config, op_dispatch=tuple(dispatch))  # part of the cache key
     budget = budget or FileBudget()
     cache = None
     if cache_dir is not None:
@@ -186,21 +191,23 @@ def _scan(
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
     analysis = _Analysis(index, config)
-    roots, warnings = _entry_points(index, config, entries)
+    runners, warnings = _entry_points(index, config, entries)
     warnings = [*index.warnings, *warnings]
+    # the model forward's per-step code: roots of their own unless --entry names the roots
+    roots = [(r, ms, Guard.NONE) for r, ms in runners] + ([] if entries else analysis.forward_roots())
     if not roots:
         raise ScanError(
             "no entry point found in the scanned files" + (f" ({warnings[0]})" if warnings else "")
         )
     findings: list[Finding] = []
-    for runner, methods in roots:
-        findings.extend(analysis.search(runner, methods, allow))
+    for root, methods, floor in roots:
+        findings.extend(analysis.search(root, methods, allow, floor))
     findings.sort(key=lambda f: (f.runner, f.entry, f.file, f.line, f.api))
     result = ScanResult(
         findings=findings,
         files=len(index.modules),
         lines=index.lines,
-        entries=[f"{r.symbol}.{m.name}" for r, ms in roots for m in ms],
+        entries=[f"{r.symbol}.{m.name}" for r, ms, _ in roots for m in ms],
         problems=index.problems,
         skipped=index.skipped,
         warnings=warnings,
@@ -311,6 +318,68 @@ class _Analysis:
         self._arguments = ValueModel(config, facts, _ReturnPlaces(index, config, facts))
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
+
+    def forward_roots(self) -> list[tuple[ClassInfo, list[FunctionInfo], Guard]]:
+        """The model forward's per-step code, each class with the methods a step runs and the
+        guard it starts under: the impls of the attention backends (opt-in unless the backend's
+        builder is a default), op classes (the budget's dispatch), model layers that pick their
+        backend, and classes whose methods a plugin installs on a model class."""
+        config, index = self.config, self.index
+        roots: dict[int, tuple[ClassInfo, list[FunctionInfo], Guard]] = {}
+
+        def add(cls: ClassInfo, functions: list[FunctionInfo], guard: Guard) -> None:
+            if config.entry_classes.match(cls.name) or not functions:
+                return  # a runner is a root of its own
+            for function in functions:  # the kernels' wrappers it imports are read when reached
+                function.module.backend = True
+            known = roots.get(id(cls))
+            if known is None:
+                roots[id(cls)] = (cls, list(dict.fromkeys(functions)), guard)
+                return
+            merged = list(dict.fromkeys([*known[1], *functions]))
+            roots[id(cls)] = (cls, merged, min(known[2], guard, key=lambda g: g.rank))
+
+        for backend in index.classes:
+            impls = _returned_classes(index, backend, "get_impl_cls")
+            if impls:
+                builders = _returned_classes(index, backend, "get_builder_cls")
+                default = any(id(b) in self._defaults for b in builders)
+                for impl in impls:
+                    add(impl, self._forward_methods(impl), Guard.NONE if default else Guard.OPT_IN)
+        for cls in index.classes:
+            if self._is_op(cls) or "get_attn_backend" in cls.methods:  # an op, a model layer
+                add(cls, self._forward_methods(cls), Guard.NONE)
+        for cls, method in _patched_methods(index, config):
+            add(cls, [method], Guard.NONE)
+        for classes in self._patches.values():
+            for cls in classes:
+                if self.index.lookup(cls, "forward") is not None:
+                    add(cls, self._forward_methods(cls), Guard.NONE)
+        return list(roots.values())
+
+    def _is_op(self, cls: ClassInfo) -> bool:
+        """A CustomOp subclass: it or a scanned base defines a per-platform method, and none
+        binds ``self.forward`` itself (a sampler op picking its method in ``__init__`` is
+        followed through that binding, whatever the device)."""
+        chain = self.index.mro(cls)
+        return (any(self.config.op_methods.match(m) for k in chain for m in k.methods)
+                and not any((id(k), "forward") in self._aliases for k in chain))
+
+    def _forward_methods(self, cls: ClassInfo) -> list[FunctionInfo]:
+        """What a call of ``cls``'s object runs: ``forward`` (an op's dispatched method too,
+        the budget's first one ``cls`` defines), else its own ``_forward*`` helpers (the
+        unscanned base's forward calls them)."""
+        config, found = self.config, []
+        forward = self.index.lookup(cls, "forward")
+        if forward is not None:
+            found.append(forward)
+        if self._is_op(cls):
+            dispatched = (self.index.lookup(cls, m) for m in config.op_dispatch)
+            found.extend(next(([f] for f in dispatched if f is not None), []))
+        if forward is None:
+            found.extend(f for name, f in cls.methods.items() if config.forward_methods.match(name)
+                         and not config.op_methods.match(name))
+        return found
 
     def _setter_presence(self, facts: Facts, setters: dict[str, set[str]]) -> None:
         """An attribute stored only by a method that every caller calls in one mode only.
@@ -441,6 +510,10 @@ class _Analysis:
             return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
         if call.how == "dispatch":
             return self._dispatch(call.name)
+        if call.how == "apply":  # an autograd Function's apply runs its forward
+            cls = self.index.resolve_class(function.module, call.name)
+            found = self.index.lookup(cls, "forward") if cls is not None else None
+            return [(cls, found)] if found else []
         if call.how == "object":
             owners = self.index.record_methods(call.name)
             return [(owners[0].owner, owners[0])] if len(owners) == 1 and owners[0].owner else []
@@ -515,18 +588,21 @@ class _Analysis:
         return nodes
 
     def search(
-        self, runner: ClassInfo, entries: list[FunctionInfo], allow: Sequence[AllowRule]
+        self, runner: ClassInfo, entries: list[FunctionInfo], allow: Sequence[AllowRule],
+        floor: Guard = Guard.NONE,
     ) -> list[Finding]:
         """Sync sites reachable from ``runner``'s entries: one finding per site and caller.
 
         A helper such as ``_sync_device`` is reported once for each function that calls it, so
         the prompt-logprobs wait and the pooling wait stay two findings with their own guards.
+        ``floor`` is the guard the entries themselves run under (an opt-in backend's impl).
         """
         reached: dict[tuple[int, int], tuple[Guard, list[Node], FunctionInfo]] = {}
         for threshold in Guard:  # weakest first: the first threshold that reaches a node wins
             for entry in entries:
                 for key, path in self._bfs((runner, entry), threshold).items():
-                    reached.setdefault(key, (threshold, path, entry))
+                    reached.setdefault(key, (max(threshold, floor, key=lambda g: g.rank),
+                                             path, entry))
         best: dict[tuple[int, int | None], tuple[Guard, list[Node], FunctionInfo]] = {}
 
         def offer(caller: FunctionInfo | None, guard: Guard, path: list[Node], entry: FunctionInfo):
@@ -572,7 +648,7 @@ class _Analysis:
             return Place.UNKNOWN, ""
         (caller_ctx, caller), (_ctx, callee) = path[-2], path[-1]
         params = [a.arg for a in [*callee.node.args.posonlyargs, *callee.node.args.args]]
-        if callee.owner is not None and params[:1] in (["self"], ["cls"]):
+        if callee.owner is not None and params[:1] in (["self"], ["cls"], ["ctx"]):  # ctx: apply
             params = params[1:]
         places: list[tuple[Place, str]] = []
         values = self._arguments
@@ -832,6 +908,46 @@ def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
                 found.extend(_returned_values(handler.body))
             for case in getattr(node, "cases", []):
                 found.extend(_returned_values(case.body))
+    return found
+
+
+def _returned_classes(index: SourceIndex, cls: ClassInfo, getter: str) -> list[ClassInfo]:
+    """The scanned classes ``cls.getter()`` returns (``backend.get_impl_cls()``)."""
+    method = cls.methods.get(getter)
+    if method is None:
+        return []
+    found = (index.resolve_class(method.module, dotted(v)) for v in _returned_values(method.node.body))
+    return list(dict.fromkeys(c for c in found if c is not None))
+
+
+def _patched_methods(index: SourceIndex, config: ScanConfig) -> list[tuple[ClassInfo, FunctionInfo]]:
+    """``Target.forward = Local.forward`` at a module's top level (also under ``if``/``try``):
+    a plugin installs ``Local``'s method on a model class it does not own, so the model's
+    forward runs it. Only the ``forward_methods`` count."""
+    found: list[tuple[ClassInfo, FunctionInfo]] = []
+    for module in index.modules:
+        for statement in _module_statements(module.tree.body):
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Attribute)
+                    and isinstance(statement.value, ast.Attribute)
+                    and config.forward_methods.match(statement.targets[0].attr)):
+                continue
+            cls = index.resolve_class(module, dotted(statement.value.value))
+            method = index.lookup(cls, statement.value.attr) if cls is not None else None
+            if cls is not None and method is not None:
+                found.append((cls, method))
+    return found
+
+
+def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A module's top-level statements, also those under ``if``/``try`` blocks."""
+    found: list[ast.stmt] = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, ast.If | ast.Try):
+            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
+                          *(h.body for h in getattr(node, "handlers", []))):
+                found.extend(_module_statements(block))
     return found
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
-                "follow_ops", "dispatch_receivers", "dispatch_classes"),
+                "follow_ops", "dispatch_receivers", "dispatch_classes", "op_methods",
+                "forward_methods"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations"),
@@ -29,7 +30,7 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
-     "follow_ops"}
+     "follow_ops", "op_methods", "forward_methods"}
 )
 
 
@@ -70,6 +71,11 @@ class ScanConfig:
     host: Patterns
     device: Patterns
     device_modules: Patterns
+    op_methods: Patterns = field(default_factory=lambda: Patterns(()))
+    forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
+    # an op class's methods the device runs, first defined wins: the budget's ``dispatch``
+    # (``forward_oot`` on Ascend), set by :func:`vllm_syncgate.scan.callgraph.scan`
+    op_dispatch: tuple[str, ...] = ()
 
 
 def default_config_path() -> Path:
@@ -118,4 +124,6 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         host=Patterns(values["host"]),
         device=Patterns(values["device"]),
         device_modules=Patterns(values["device_modules"]),
+        op_methods=Patterns(values["op_methods"]),
+        forward_methods=Patterns(values["forward_methods"]),
     )

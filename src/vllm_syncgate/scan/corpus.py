@@ -152,7 +152,8 @@ def scan_tree(root: Path, paths: tuple[str, ...], profile: str, base: Path | Non
     if base is not None:
         scanned.append(str(base / "vllm" / "v1" / "worker"))
     started = time.perf_counter()
-    result = scan(scanned, entries=entries, allow=allow_rules(profile))
+    result = scan(scanned, entries=entries, allow=allow_rules(profile),
+                  dispatch=load_budgets(builtin_budget_path(profile)).dispatch)
     seconds = time.perf_counter() - started
     sites: dict[tuple[str, int], list[Finding]] = {}
     own = str(root.resolve())

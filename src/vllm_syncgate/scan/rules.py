@@ -378,6 +378,9 @@ class FunctionWalker:
             elif (chain := self._self_chain(receiver, 0)) is not None:
                 # self.input_batch.block_table.commit(), for t in self.tables: t.commit()
                 self._record("chain", ".".join([*chain, func.attr]), node, stack)
+            elif isinstance(receiver, ast.Name) and func.attr == "apply":
+                # Fn.apply(...) of a torch.autograd.Function runs Fn.forward (the FLA wrappers)
+                self._record("apply", receiver.id, node, stack)
             elif (
                 func.attr not in _READBACKS
                 and not func.attr.startswith("_")

@@ -1,0 +1,1 @@
+"""Package marker of the forward fixture (our own shapes, not upstream code)."""
