@@ -555,19 +555,55 @@ def _defines(file: Path, wanted: Callable[[str], bool], limit: int) -> bool:
     return False
 
 
+_SCALAR_TYPES = frozenset({"identifier", "int", "string", "constant"})
+_SIGNATURE_FIELD = re.compile(r"(\w+)[*?]? (\w+)")
+# node class -> its fields that can hold nodes: with the ``ctx`` marker (for the depth), and
+# without it (the walks: no consumer asks for Load/Store/Del)
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+# 1 for a class without such fields (a Constant), 2 with only a ``ctx`` (a Name): the depth
+# counts them where it finds them instead of visiting them
+_LEAF_HEIGHT: dict[type, int] = {}
+
+
+def _learn_fields(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that can hold nodes, from its ASDL signature (its docstring,
+    ``Name(identifier id, expr_context ctx)``): names, numbers and strings are never read.
+    A class whose signature does not read that way keeps all its fields."""
+    kinds = {name: kind for kind, name in
+             _SIGNATURE_FIELD.findall((cls.__doc__ or "").partition("(")[2])}
+    fields = tuple(name for name in getattr(cls, "_fields", ())
+                   if kinds.get(name) not in _SCALAR_TYPES)
+    _NODE_FIELDS[cls] = fields
+    _CHILD_FIELDS[cls] = tuple(name for name in fields if name != "ctx")
+    _LEAF_HEIGHT[cls] = 1 if not fields else 2 if fields == ("ctx",) else 0
+    return fields
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold child nodes, the ``ctx`` marker aside: what a
+    hot walk reads instead of every name in ``_fields``."""
+    found = _CHILD_FIELDS.get(cls)
+    if found is None:
+        _learn_fields(cls)
+        found = _CHILD_FIELDS[cls]
+    return found
+
+
 def walk(tree: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk``'s nodes in its order (breadth first) but for the ``ctx`` markers, without
-    its per-node generators: the locals of every reached function are found by walking it, a
-    third of a cold scan."""
+    its per-node generators and reading only the fields that can hold nodes: the locals of
+    every reached function are found by walking it."""
     todo = deque([tree])
-    pop, push, node_type = todo.popleft, todo.append, ast.AST
+    pop, push, node_type, table = todo.popleft, todo.append, ast.AST, _CHILD_FIELDS
     while todo:
         node = pop()
-        for name in node._fields:
-            if name == "ctx":
-                continue  # Load/Store/Del: no consumer asks for them
+        fields = table.get(type(node))
+        if fields is None:
+            fields = child_fields(type(node))
+        for name in fields:
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if type(value) is list:
                 for item in value:
                     if isinstance(item, node_type):
                         push(item)
@@ -577,29 +613,28 @@ def walk(tree: ast.AST) -> Iterator[ast.AST]:
 
 
 def _depth(tree: ast.AST) -> int:
-    """The deepest nesting of ``tree``, walked without recursion.
-
-    Fields are read directly (no ``ast.iter_child_nodes`` generators): this walk touches every
-    node of every file, and was a fifth of a cold scan.
-    """
+    """The deepest nesting of ``tree`` (a context marker counts as a level), walked without
+    recursion. It touches every node of every file: only the fields that can hold nodes are
+    read, and leaves (names, constants) are counted where they are found, not visited."""
     deepest, stack = 0, [(tree, 1)]
-    node_type, leaves = ast.AST, (ast.Name, ast.Constant)
+    pop, push, node_type, table, leaves = stack.pop, stack.append, ast.AST, _NODE_FIELDS, _LEAF_HEIGHT
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         if depth > deepest:
             deepest = depth
         below = depth + 1
-        for name in node._fields:
+        fields = table.get(type(node))
+        if fields is None:
+            fields = _learn_fields(type(node))
+        for name in fields:
             value = getattr(node, name, None)
-            items = value if isinstance(value, list) else (value,)
-            for item in items:
-                if isinstance(item, leaves):
-                    # a Name's context node is one level below it; a Constant has none
-                    leaf = below + 1 if isinstance(item, ast.Name) else below
-                    if leaf > deepest:
-                        deepest = leaf
+            for item in value if type(value) is list else (value,):
+                height = leaves.get(type(item))
+                if height:
+                    if below + height - 1 > deepest:
+                        deepest = below + height - 1
                 elif isinstance(item, node_type):
-                    stack.append((item, below))
+                    push((item, below))
     return deepest
 
 
