@@ -551,6 +551,8 @@ class FunctionWalker:
             return
         if isinstance(device, ast.Constant) and device.value in ("cpu", None):
             return
+        if isinstance(node.args[0], ast.List | ast.Tuple) and not node.args[0].elts:
+            return  # torch.tensor([], device=dev): no element to copy, an allocation only
         if self.values.place(node.args[0]) is not Place.DEVICE:
             self._site(node, SyncKind.BLOCKING_COPY, "torch.tensor(host data, device)", stack)
 

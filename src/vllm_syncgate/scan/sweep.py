@@ -54,10 +54,14 @@ PROJECTS = {
                              "vllm/model_executor/layers/fla/",
                              "vllm/third_party/flash_linear_attention/"),
                 ("vllm/v1/worker", "vllm/v1/outputs.py"), "cuda", sdist=False),
+        # vllm-ascend: the model forward's per-step code is scanned too (its op classes'
+        # forward_oot, the model-layer methods its patches install, the 310P variants)
         Project("vllm-ascend", ("vllm_ascend/__init__.py", "vllm_ascend/worker/",
                                 "vllm_ascend/sample/", "vllm_ascend/spec_decode/",
-                                "vllm_ascend/attention/", "vllm_ascend/ops/"),
-                ("vllm_ascend/worker",), "npu", sdist=True),
+                                "vllm_ascend/attention/", "vllm_ascend/ops/",
+                                "vllm_ascend/patch/", "vllm_ascend/_310p/"),
+                ("vllm_ascend/worker", "vllm_ascend/ops", "vllm_ascend/patch/worker",
+                 "vllm_ascend/_310p"), "npu", sdist=True),
     )
 }
 
@@ -154,7 +158,9 @@ def run_release(row: SweepRelease, seen: dict[tuple, list[str]] | None = None) -
     if seen is not None and key in seen:
         result.failing = list(seen[key])
     else:
-        tree = scan_tree(root, row.paths, row.profile, base)
+        # a folder a release does not have yet (vllm_ascend/_310p before 0.18) is not scanned
+        present = tuple(p for p in row.paths if (root / p).exists()) or row.paths
+        tree = scan_tree(root, present, row.profile, base)
         result.scan_seconds, result.lines = tree.seconds, tree.lines
         result.failing = failing_sites(tree.sites, root)
         if seen is not None:

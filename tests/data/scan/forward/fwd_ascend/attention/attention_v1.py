@@ -40,7 +40,9 @@ class AscendAttentionBackendImpl:
         return output
 
     def _forward_prefill(self, query, attn_metadata):
-        return torch.tensor(attn_metadata.seq_lens_list, device=query.device)  # expect: blocking_copy none impl
+        no_lse = torch.tensor([], device=query.device)  # no element to copy: not a sync
+        lens = torch.tensor(attn_metadata.seq_lens_list, device=query.device)  # expect: blocking_copy none impl
+        return lens, no_lse
 
     def _forward_pcp(self, query, attn_metadata):
         torch.npu.synchronize()  # expect: device_sync opt_in impl
