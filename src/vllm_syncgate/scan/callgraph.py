@@ -392,11 +392,15 @@ class _Analysis:
         walker = self._walker(facts, None)
         modes: dict[str, set[Guard]] = {}  # setter -> guards around its calls
         wanted = {m for attr, ms in setters.items() if attr not in facts.presence for m in ms}
-        needles = [f".{m}(" if not m.endswith("()") else m[:-1] for m in wanted]
-        needle = re.compile("|".join(map(re.escape, needles)) or "(?!)")
+        # ``.method(`` behind one literal dot (sre skips to the dots instead of trying every
+        # name at every position), ``Setter(`` as they are
+        methods = "|".join(re.escape(m) for m in sorted(wanted) if not m.endswith("()"))
+        built = "|".join(re.escape(m[:-1]) for m in sorted(wanted) if m.endswith("()"))
+        needles = [re.compile(p) for p in (methods and rf"\.(?:{methods})\(", built) if p]
         for function in self._functions():
             lines = function.module.lines[function.node.lineno - 1 : function.node.end_lineno]
-            if not needle.search("\n".join(lines)):
+            text = "\n".join(lines)
+            if not any(needle.search(text) for needle in needles):
                 continue
             for call in walker.walk(function.node, context=function).calls:
                 name = call.name.rpartition(".")[2]
