@@ -53,7 +53,7 @@ from importlib import resources
 from vllm_syncgate.audit.events import SyncKind
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, Truth
-from vllm_syncgate.scan.sources import FunctionNode, dotted
+from vllm_syncgate.scan.sources import FunctionNode, child_fields, dotted
 from vllm_syncgate.scan.values import (
     Pin,
     Place,
@@ -342,7 +342,7 @@ class FunctionWalker:
             and self.values.place(node.value) is Place.DEVICE
         ):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
-        for field in node._fields:  # ast.iter_child_nodes without its generators (hot)
+        for field in child_fields(type(node)):  # iter_child_nodes without generators (hot)
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else (value,):
                 if isinstance(child, ast.expr):
