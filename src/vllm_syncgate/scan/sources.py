@@ -73,6 +73,47 @@ class Problem:
     reason: str
 
 
+class Folders:
+    """Real paths and package names of files, each folder resolved once: a scan resolves every
+    file several times (the seen set, the path it shows, its module name), and
+    ``os.path.realpath`` stats every component of a path each time."""
+
+    def __init__(self) -> None:
+        self._real: dict[Path, str] = {}
+        self._packages: dict[str, list[str]] = {}
+        self._files: dict[tuple[Path, str], Path | None] = {}
+
+    def real(self, file: Path) -> Path:
+        """``os.path.realpath(file)``: a file that is no symlink is its real folder's entry."""
+        if file.name in ("", ".", "..") or os.path.islink(file):
+            return Path(os.path.realpath(file))
+        folder = self._real.get(file.parent)
+        if folder is None:
+            folder = self._real[file.parent] = os.path.realpath(file.parent)
+        return Path(folder, file.name)
+
+    def module_file(self, root: Path, name: str) -> Path | None:
+        """The file of module ``name`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``): the
+        scanned modules import the same modules many times over."""
+        key = (root, name)
+        if key not in self._files:
+            stem = root.joinpath(*name.split("."))
+            self._files[key] = next(
+                (f for f in (stem.with_suffix(".py"), stem / "__init__.py") if f.is_file()), None)
+        return self._files[key]
+
+    def packages(self, folder: Path) -> list[str]:
+        """The names of ``folder`` (a real path) and the packages above it, innermost first,
+        as far as each holds an ``__init__.py``."""
+        key = str(folder)
+        found = self._packages.get(key)
+        if found is None:
+            found = [folder.name, *self.packages(folder.parent)] \
+                if (folder / "__init__.py").is_file() else []
+            self._packages[key] = found
+        return found
+
+
 @dataclass
 class SourceIndex:
     modules: list[SourceModule] = field(default_factory=list)
@@ -88,6 +129,7 @@ class SourceIndex:
     _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
     # parses an op module (by dotted name) the first time a backend module's call reaches it
     load_op: Callable[[str], SourceModule | None] | None = field(default=None, repr=False)
+    folders: Folders = field(default_factory=Folders, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         """Depth-first, left-to-right, duplicates after their first occurrence removed.
@@ -174,41 +216,39 @@ class SourceIndex:
         return same_name[0] if len(same_name) == 1 else None
 
 
-def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
+def collect_files(paths: list[str], folders: Folders | None = None) -> list[tuple[Path, str]]:
     """Every ``.py`` file under the given paths; a given file is taken whatever its suffix."""
     files: list[tuple[Path, str]] = []
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise ScanError(f"{missing[0]}: no such file or directory")
-    cwd = Path.cwd()
+    cwd, folders = Path.cwd(), folders or Folders()
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
-            files.append((path, _display(path, cwd)))
+            files.append((path, _display(path, cwd, folders)))
             continue
         for file in sorted(path.rglob("*.py")):
-            folders = file.relative_to(path).parts[:-1]
-            if any(part.startswith(".") or part == "__pycache__" for part in folders):
+            parts = file.relative_to(path).parts[:-1]
+            if any(part.startswith(".") or part == "__pycache__" for part in parts):
                 continue  # .git, .venv, .tox inside a scanned tree
-            files.append((file, _display(file, cwd)))
+            files.append((file, _display(file, cwd, folders)))
     return files
 
 
-def _display(file: Path, cwd: Path) -> str:
+def _display(file: Path, cwd: Path, folders: Folders) -> str:
     try:
-        return str(Path(os.path.realpath(file)).relative_to(cwd))
+        return str(folders.real(file).relative_to(cwd))
     except ValueError:
         return str(file)
 
 
-def module_name(path: Path) -> str:
+def module_name(path: Path, folders: Folders | None = None) -> str:
     """Dotted name from the chain of enclosing packages (directories with ``__init__.py``)."""
-    path = path.resolve()
+    folders = folders or Folders()
+    path = folders.real(path)
     parts = [] if path.stem == "__init__" else [path.stem]
-    parent = path.parent
-    while (parent / "__init__.py").is_file():
-        parts.append(parent.name)
-        parent = parent.parent
+    parts += folders.packages(path.parent)
     return ".".join(reversed(parts)) or path.stem
 
 
@@ -253,8 +293,8 @@ def build_index(
     """Parse and index ``paths``, and the modules ``follow`` adds from the same tree."""
     index = SourceIndex()
     seen: set[Path] = set()
-    for path, display in collect_files(paths):
-        real = Path(os.path.realpath(path))  # never raises, also on a symlink loop
+    for path, display in collect_files(paths, index.folders):
+        real = index.folders.real(path)  # never raises, also on a symlink loop
         if real in seen:
             continue
         seen.add(real)
@@ -313,7 +353,8 @@ def _parse(path: Path, display: str, index: SourceIndex, budget: FileBudget) -> 
         index.skipped.append(Problem(display, f"took {elapsed:.1f} s to read and parse "
                                               f"(--max-file-seconds {budget.max_seconds:g})"))
         return None
-    module = SourceModule(path, display, module_name(path), tree, python_lines(text))
+    module = SourceModule(path, display, module_name(path, index.folders), tree,
+                          python_lines(text))
     _read_imports(module)
     return module
 
@@ -413,13 +454,13 @@ def _follow_imports(
                             if added is not None:
                                 added.backend = True
                             for base in _base_modules(added, follow.defaults):
-                                found = _module_file(root, base)
+                                found = index.folders.module_file(root, base)
                                 based = add(found, base) if found is not None else None
                                 if based is not None:  # MLA builders' common build lives there
                                     based.backend = True
                 if not follow.modules(name):
                     continue
-                file = _module_file(root, name)
+                file = index.folders.module_file(root, name)
                 if file is None or (package and not _picks_backend(module)
                                     and _defines(file, follow.alternatives, budget.max_bytes)
                                     and not _defines(file, follow.defaults, budget.max_bytes)):
@@ -431,11 +472,11 @@ def _add_followed(index: SourceIndex, seen: set[Path], budget: FileBudget, file:
                   cwd: Path) -> SourceModule | None:
     """Parse ``file`` (once: ``seen`` holds real paths) as module ``name``, reached by following
     imports, and add it to ``index``; None when it was seen or cannot be read."""
-    real = Path(os.path.realpath(file))
+    real = index.folders.real(file)
     if real in seen:
         return None
     seen.add(real)
-    found = _parse(file, _display(file, cwd), index, budget)
+    found = _parse(file, _display(file, cwd, index.folders), index, budget)
     if found is not None:
         # the name it was imported by, whatever __init__.py files the tree lacks
         found.name = name
@@ -474,7 +515,7 @@ def _roots(index: SourceIndex) -> dict[str, Path]:
     roots: dict[str, Path] = {}
     for module in index.modules:
         depth = module.name.count(".") + (module.path.stem == "__init__")
-        parents = module.path.resolve().parents
+        parents = index.folders.real(module.path).parents
         if depth < len(parents):
             roots.setdefault(module.name.split(".")[0], parents[depth])
     return roots
@@ -489,7 +530,7 @@ def _op_loader(index: SourceIndex, seen: set[Path], budget: FileBudget,
 
     def load(name: str) -> SourceModule | None:
         root = roots.get(name.split(".")[0])
-        file = _module_file(root, name) if root is not None and follow.ops(name) else None
+        file = index.folders.module_file(root, name) if root is not None and follow.ops(name) else None
         found = _add_followed(index, seen, budget, file, name, cwd) if file is not None else None
         if found is None:
             return None
@@ -500,11 +541,6 @@ def _op_loader(index: SourceIndex, seen: set[Path], budget: FileBudget,
         return found
 
     return load
-
-
-def _module_file(root: Path, name: str) -> Path | None:
-    stem = root.joinpath(*name.split("."))
-    return next((f for f in (stem.with_suffix(".py"), stem / "__init__.py") if f.is_file()), None)
 
 
 def _picks_backend(module: SourceModule) -> bool:
