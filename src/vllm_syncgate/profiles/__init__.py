@@ -20,7 +20,6 @@ from typing import Any
 
 from vllm_syncgate.audit.budgets import builtin_budget_path
 from vllm_syncgate.errors import BudgetError, ProfileError
-from vllm_syncgate.models.recipe import ARCHES
 from vllm_syncgate.parity.compare import Tolerance
 from vllm_syncgate.serve.flags import reserved_flag
 from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
@@ -155,6 +154,8 @@ def parse_profile(data: dict[str, Any], source: str) -> Profile:
         timeouts[key] = float(value)
     model = need("model", str)
     budgets = need("budgets", str)
+    from vllm_syncgate.models.recipe import ARCHES  # models/ imports what a scan never needs
+
     recipe = model if model in ARCHES else None
     return Profile(
         device=device,
