@@ -80,17 +80,23 @@ class Folders:
 
     def __init__(self) -> None:
         self._real: dict[Path, str] = {}
+        self._real_files: dict[Path, Path] = {}
         self._packages: dict[str, list[str]] = {}
         self._files: dict[tuple[Path, str], Path | None] = {}
 
     def real(self, file: Path) -> Path:
         """``os.path.realpath(file)``: a file that is no symlink is its real folder's entry."""
-        if file.name in ("", ".", "..") or os.path.islink(file):
-            return Path(os.path.realpath(file))
-        folder = self._real.get(file.parent)
-        if folder is None:
-            folder = self._real[file.parent] = os.path.realpath(file.parent)
-        return Path(folder, file.name)
+        found = self._real_files.get(file)
+        if found is None:
+            if file.name in ("", ".", "..") or os.path.islink(file):
+                found = Path(os.path.realpath(file))
+            else:
+                folder = self._real.get(file.parent)
+                if folder is None:
+                    folder = self._real[file.parent] = os.path.realpath(file.parent)
+                found = Path(folder, file.name)
+            self._real_files[file] = found
+        return found
 
     def module_file(self, root: Path, name: str) -> Path | None:
         """The file of module ``name`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``): the
@@ -394,13 +400,15 @@ def _rebase(index: SourceIndex) -> None:
             top = module.name.split(".")[0]
             root = next((p for p in module.path.absolute().parents if p.name == top), None)
             groups.setdefault(str(root), []).append(module)
+    # each imported name's trailing dotted parts -> what comes before them ('a.b.' of 'a.b.c.d'
+    # for 'c.d'): the prefixes a module name takes in the imports
+    before: dict[str, set[str]] = {}
+    for name in imported:
+        parts = name.split(".")
+        for cut in range(1, len(parts)):
+            before.setdefault(".".join(parts[cut:]), set()).add(".".join(parts[:cut]) + ".")
     for root, modules in groups.items():
-        prefixes = {
-            name[: -len(module.name)]
-            for module in modules
-            for name in imported
-            if name.endswith("." + module.name)
-        }
+        prefixes = {prefix for module in modules for prefix in before.get(module.name, ())}
         if len(prefixes) == 1:
             prefix = prefixes.pop()
             for module in modules:
