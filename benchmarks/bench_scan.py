@@ -13,7 +13,7 @@
   variant's CPU over the working tree's.
 
 Run: .venv/bin/python benchmarks/bench_scan.py [--rounds N] [--speed-only] [--device D]
-     [--base REV ...]   (writes benchmarks/results/scan.json)
+     [--base REV ...]   (writes benchmarks/results/scan.json, scan-<device>.json for cpu/npu)
 """
 
 from __future__ import annotations
@@ -151,7 +151,8 @@ def main() -> None:
             for r in accuracy_rows]
     rows += [{"release": f"{SPEED_RELEASE} v1/worker", **r} for r in speed_rows]
     columns = list(dict.fromkeys(c for r in rows for c in r))
-    emit("scan", [{c: r.get(c, "") for c in columns} for r in rows],
+    name = "scan" if args.device == "cuda" else f"scan-{args.device}"
+    emit(name, [{c: r.get(c, "") for c in columns} for r in rows],
          {"accuracy": overall, "speed": speed_summary})
 
 
