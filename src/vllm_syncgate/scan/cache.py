@@ -25,7 +25,12 @@ from vllm_syncgate import __version__
 from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.safeio import keep_newest, read_regular, replace_atomically
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.guards import installed_defaults, installed_graph_mode, installed_opt_ins
+from vllm_syncgate.scan.guards import (
+    disabled_features,
+    installed_defaults,
+    installed_graph_mode,
+    installed_opt_ins,
+)
 from vllm_syncgate.scan.rules import syncing_ops
 from vllm_syncgate.scan.sources import FileBudget, collect_files
 
@@ -54,8 +59,12 @@ def fingerprint(
         # the working directory too: findings show paths relative to it
         _FORMAT, __version__, _engine(), os.getcwd(), [str(Path(p).resolve()) for p in paths], list(entries),
         [repr(rule) for rule in allow], sorted(patterns.items()), asdict(budget),
-        sorted(names), sorted(sized_by.items()), sorted(installed_opt_ins()),
-        sorted(installed_defaults().items(), key=str), installed_graph_mode(),
+        sorted(names), sorted(sized_by.items()),
+        # the switches the scanned tree's config (else the installed vLLM's) defaults to off
+        sorted(installed_opt_ins(config.config_sources)),
+        sorted(disabled_features(config.config_sources)),
+        sorted(installed_defaults(config.config_sources).items(), key=str),
+        installed_graph_mode(config.config_sources),
     ]
     return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=16).hexdigest()
 

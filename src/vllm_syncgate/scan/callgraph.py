@@ -23,7 +23,7 @@ from vllm_syncgate.audit.budgets import AllowRule
 from vllm_syncgate.errors import ScanError
 from vllm_syncgate.scan.cache import ScanCache, fingerprint
 from vllm_syncgate.scan.config import ScanConfig, load_config
-from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator
+from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, tree_config_sources
 from vllm_syncgate.scan.memory import paused_collector
 from vllm_syncgate.scan.rules import (
     Assignment,
@@ -54,6 +54,7 @@ from vllm_syncgate.scan.values import (
     ValueModel,
     annotation_place,
     is_none,
+    keyword,
     record_fields,
 )
 
@@ -159,6 +160,8 @@ def scan(
     config = config or load_config()
     if dispatch:
         config = replace(config, op_dispatch=tuple(dispatch))  # part of the cache key
+    if not config.config_sources:  # the scanned release's own config defaults, if it has one
+        config = replace(config, config_sources=tree_config_sources(paths))
     budget = budget or FileBudget()
     cache = None
     if cache_dir is not None:
@@ -642,11 +645,14 @@ class _Analysis:
                     findings.append(finding)
         return findings
 
-    def _argument(self, path: list[Node], param: str) -> tuple[Place, str]:
-        """Where the value a caller on ``path`` passes as ``param`` lives, and which caller it is.
+    def _argument(self, path: list[Node], param: str, field: str = "") -> tuple[Place, str]:
+        """Where the value a caller on ``path`` passes as ``param`` (its ``field``, when the
+        site reads one) lives, and which caller it is.
 
         Any call passing a device value decides (it names that caller); a caller's own parameter
-        passed on is followed one step further up the path.
+        passed on is followed one step further up the path; a record the caller builds
+        (``Meta(seq_lens=self.seq_lens.gpu[:n])``) gives its field the residence of what is
+        stored in it.
         """
         if len(path) < 2:
             return Place.UNKNOWN, ""
@@ -667,10 +673,17 @@ class _Analysis:
                 continue
             if values.context is not caller:
                 values.bind_function(caller.node, caller)
-            place, name = values.place(passed), values.param(passed) or ""
+            stored = _stored(values, passed, field) if field else None
+            place = values.place(stored if stored is not None else passed)
+            if field and stored is None:  # a field of the record passed: where the record is
+                place = values.field_place(field) if place is Place.DEVICE else Place.UNKNOWN
+            name, upper_field = values.derived(stored if stored is not None else passed) \
+                or ("", "")
+            if field and stored is None:
+                upper_field = upper_field or field  # the record passed on: the same field
             where = f"{caller.qualname} (line {call.line})"
             if place is Place.UNKNOWN and name:
-                place, upper = self._argument(path[:-1], name)
+                place, upper = self._argument(path[:-1], name, upper_field)
                 where = upper or where
             places.append((place, where))
         device = next((w for p, w in places if p is Place.DEVICE), None)
@@ -679,6 +692,21 @@ class _Analysis:
         if places and all(p is Place.HOST for p, _ in places):
             return Place.HOST, places[0][1]
         return Place.UNKNOWN, ""
+
+    def _record_field(self, function: FunctionInfo, site: Site) -> str:
+        """The record class of ``site``'s parameter when it is one the runner fills with
+        host/device pairs (``[values] device_records``) and the field read is no host data by
+        its annotation or name: its fields are device tensors then."""
+        args = function.node.args
+        annotation = next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                           if a.arg == site.param and a.annotation is not None), None)
+        record = dotted(annotation).rpartition(".")[2] if annotation is not None else ""
+        if not record or not self.config.device_records.match(record):
+            return ""
+        if self._arguments.facts.annotated.get(site.field) is Place.HOST or \
+                self.config.host.match(site.field):
+            return ""
+        return record
 
     def _path_conditions(self, path: list[Node]) -> list[Condition]:
         """The conditions around each call on the path (the least guarded call per step)."""
@@ -730,16 +758,27 @@ class _Analysis:
     ) -> Finding | None:
         function = path[-1][1]
         kind = site.kind.value
-        reason = ""
+        reason, record = "", ""
         known = site.known
         if site.param:
             # a parameter read back: the callers' arguments say where it lives, before its name
-            passed, caller = self._argument(path, site.param)
-            if passed is Place.HOST or (passed is Place.UNKNOWN and site.host):
+            passed, caller = self._argument(path, site.param, site.field)
+            if site.field and any(_tests_host_twin(c, site.param, self.config)
+                                  for c in site.conditions):
+                # meta.seq_lens.cpu() under `meta.seq_lens_cpu is None`: the fallback for a
+                # host copy the runner fills by default, not a read of the default path
+                passed, known = Place.UNKNOWN, False
+            elif site.field and passed is Place.UNKNOWN:
+                record = self._record_field(function, site)
+            if passed is Place.HOST or (passed is Place.UNKNOWN and site.host and not record):
                 return None
+            read = f"{site.param}.{site.field}" if site.field else site.param
             if passed is Place.DEVICE:
                 known = True
-                reason = f"{caller} passes a device value as '{site.param}'"
+                reason = f"{caller} passes a device value as '{read}'"
+            elif record:
+                known = True
+                reason = f"'{read}' is a device field of {record} (its host twin is *_cpu)"
         if guard is Guard.NONE:
             symbols = [function.symbol, *(n[1].symbol for n in path)]
             # overrides = true: the rule for Base.method also covers Sub.method (same role)
@@ -985,6 +1024,29 @@ def _annotated_fields(index: SourceIndex) -> dict[str, Place]:
                     place = annotation_place(item.annotation)
                     found.setdefault(item.target.id, set()).add(place)
     return {name: Place.HOST for name, places in found.items() if places == {Place.HOST}}
+
+
+def _stored(values: ValueModel, passed: ast.expr, field: str) -> ast.expr | None:
+    """What a caller stores in ``field`` of the record it passes: ``Meta(field=x)`` built in
+    the call or bound once to a local before it."""
+    record = passed
+    if isinstance(record, ast.Name):
+        found = values.bound(record.id)
+        record = found[0] if found is not None and found[1] is None else record
+    if isinstance(record, ast.Call):
+        return keyword(record, field)
+    return None
+
+
+def _tests_host_twin(condition: Condition, param: str, config: ScanConfig) -> bool:
+    """``if meta.seq_lens_cpu is not None: ... else: meta.seq_lens.cpu()``: a read guarded by
+    a None test of the record's host copy is the fallback for when that copy is missing."""
+    test = condition.source
+    return not isinstance(test, str) and any(
+        isinstance(node, ast.Compare) and any(is_none(c) for c in node.comparators)
+        and isinstance(node.left, ast.Attribute) and isinstance(node.left.value, ast.Name)
+        and node.left.value.id == param and config.host.match(node.left.attr.lstrip("_"))
+        for node in walk(test))
 
 
 def _describe(condition: Condition) -> str:

@@ -22,15 +22,15 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
                 "forward_methods"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
-               "default_implementations"),
-    "values": ("host", "device", "device_modules"),
+               "default_implementations", "switched"),
+    "values": ("host", "device", "device_modules", "device_records"),
 }
 
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
-     "follow_ops", "op_methods", "forward_methods"}
+     "follow_ops", "op_methods", "forward_methods", "device_records", "switched"}
 )
 
 
@@ -72,10 +72,16 @@ class ScanConfig:
     device: Patterns
     device_modules: Patterns
     op_methods: Patterns = field(default_factory=lambda: Patterns(()))
+    device_records: Patterns = field(default_factory=lambda: Patterns(()))
     forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
     # an op class's methods the device runs, first defined wins: the budget's ``dispatch``
     # (``forward_oot`` on Ascend), set by :func:`vllm_syncgate.scan.callgraph.scan`
     op_dispatch: tuple[str, ...] = ()
+    # ``switch=glob``: values named by the glob exist only with the config switch's feature on
+    switched: tuple[str, ...] = ()
+    # the scanned tree's own config modules (its defaults judge its switches), set by
+    # :func:`vllm_syncgate.scan.callgraph.scan`; empty: the installed vLLM's
+    config_sources: tuple[str, ...] = ()
 
 
 def default_config_path() -> Path:
@@ -100,6 +106,9 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
             if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
                 raise ConfigError(source, f"{table}.{key}", "must be a list of non-empty strings")
             values[key] = tuple(raw)
+    bad = next((v for v in values["switched"] if not re.fullmatch(r"\w+=\S+", v)), None)
+    if bad is not None:
+        raise ConfigError(source, "guards.switched", f"{bad!r} is not 'switch=glob'")
     unknown_tables = set(data) - set(_SCHEMA)
     if unknown_tables:
         raise ConfigError(source, sorted(unknown_tables)[0], "unknown table")
@@ -126,4 +135,6 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         device_modules=Patterns(values["device_modules"]),
         op_methods=Patterns(values["op_methods"]),
         forward_methods=Patterns(values["forward_methods"]),
+        device_records=Patterns(values["device_records"]),
+        switched=values["switched"],
     )

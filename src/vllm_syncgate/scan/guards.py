@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ast
 import enum
+import fnmatch
 import importlib.util
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -41,16 +43,41 @@ _LEVEL = re.compile(r"optimization_level: \w+ = \w+\.O(\d)")
 _GRAPH_MODE = re.compile(r'"cudagraph_mode": \w+\.(\w+)')
 
 
+# A feature a config turns off by default with a ``disable_x`` switch: ``disable_cascade_attn:
+# bool = True`` (vLLM 0.18+): ``not model_config.disable_cascade_attn`` is false by default
+_DISABLED_FIELD = re.compile(r"^\s+(disable_\w+): bool = True\b", re.M)
+
+
+def tree_config_sources(paths: Sequence[str]) -> tuple[str, ...]:
+    """The config modules (``vllm/config/*.py`` or the older ``vllm/config.py``, with
+    ``vllm/envs.py``) of the vLLM tree a scanned path lies in: a release is judged by its own
+    defaults (cascade attention is on by default up to 0.17, opt-in from 0.18), not by the
+    installed vLLM's. Empty when no scanned path is inside a vLLM tree with a config."""
+    for path in paths:
+        here = Path(path).resolve()
+        for folder in (here, *here.parents):
+            if folder.name != "vllm":
+                continue
+            config = [*sorted((folder / "config").glob("*.py")), folder / "config.py"]
+            files = [f for f in (*config, folder / "envs.py") if f.is_file()]
+            if any(f.name != "envs.py" for f in files):
+                return tuple(str(f) for f in files)
+    return ()
+
+
 @cache
-def _config_texts() -> tuple[tuple[str, str], ...]:
-    """(file name, text) of the installed vLLM's config modules and ``envs.py``, read as
-    text: vLLM is located, never imported."""
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        return ()
-    root = Path(next(iter(spec.submodule_search_locations)))
+def _config_texts(sources: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """(file name, text) of the config modules and ``envs.py`` of the scanned tree
+    (``sources``), else of the installed vLLM, read as text: vLLM is located, never imported."""
+    files = [Path(s) for s in sources]
+    if not files:
+        spec = importlib.util.find_spec("vllm")
+        if spec is None or not spec.submodule_search_locations:
+            return ()
+        root = Path(next(iter(spec.submodule_search_locations)))
+        files = [*sorted((root / "config").glob("*.py")), root / "envs.py"]
     texts = []
-    for file in [*sorted((root / "config").glob("*.py")), root / "envs.py"]:
+    for file in files:
         try:
             texts.append((file.name, file.read_text(encoding="utf-8")))
         except OSError:
@@ -59,23 +86,30 @@ def _config_texts() -> tuple[tuple[str, str], ...]:
 
 
 @cache
-def installed_opt_ins() -> frozenset[str]:
-    """Switches the installed vLLM's config classes and ``envs.py`` default to off:
-    ``if self.model_config.enable_x:`` is an opt-in feature even when no name list mentions
-    it yet."""
+def installed_opt_ins(sources: tuple[str, ...] = ()) -> frozenset[str]:
+    """Switches the config classes and ``envs.py`` default to off (the scanned tree's,
+    ``sources``, else the installed vLLM's): ``if self.model_config.enable_x:`` is an opt-in
+    feature even when no name list mentions it yet."""
     found: set[str] = set()
-    for _name, text in _config_texts():
+    for _name, text in _config_texts(sources):
         for match in _OFF_FIELD.finditer(text):
             found.add(match.group(1) or match.group(2))
     return frozenset(found)
 
 
 @cache
-def installed_defaults() -> dict[str, str | int]:
+def disabled_features(sources: tuple[str, ...] = ()) -> frozenset[str]:
+    """``disable_x`` switches the config defaults to True: feature x is opt-in."""
+    return frozenset(m.group(1) for _name, text in _config_texts(sources)
+                     for m in _DISABLED_FIELD.finditer(text))
+
+
+@cache
+def installed_defaults(sources: tuple[str, ...] = ()) -> dict[str, str | int]:
     """Switches whose default is off but no bool, with that default (``"none"``, ``0``, the
     enum member's name); a name two config classes default differently is left out."""
     found: dict[str, set[str | int]] = {}
-    for name, text in _config_texts():
+    for name, text in _config_texts(sources):
         if name == "envs.py":
             continue  # its annotations are for type checkers; the defaults are in its getters
         for match in _OFF_VALUE.finditer(text):
@@ -88,14 +122,15 @@ def installed_defaults() -> dict[str, str | int]:
 
 
 @cache
-def installed_graph_mode() -> str | None:
+def installed_graph_mode(sources: tuple[str, ...] = ()) -> str | None:
     """The graph mode a server runs with unless a user picks another (``FULL_AND_PIECEWISE``
-    in vLLM 0.32): the ``cudagraph_mode`` of the default optimization level."""
-    texts = dict(_config_texts())
+    in vLLM 0.32): the ``cudagraph_mode`` of the default optimization level (the installed
+    vLLM's where the scanned tree's config has none)."""
+    texts = dict(_config_texts(sources))
     text = texts.get("vllm.py", "")
     level = _LEVEL.search(text)
     if level is None:
-        return None
+        return installed_graph_mode() if sources else None
     start = text.find(f"OPTIMIZATION_LEVEL_0{level.group(1)} = {{")
     mode = _GRAPH_MODE.search(text, start) if start >= 0 else None
     return mode.group(1) if mode else None
@@ -172,9 +207,11 @@ class GuardEvaluator:
         self._flags: dict[str, ast.expr] = {}
         self._reading: set[str] = set()
         self._scope: ast.AST | None = None
-        self.opt_ins = installed_opt_ins()
-        self.defaults = installed_defaults()
-        self.graph_mode = installed_graph_mode()
+        sources = config.config_sources
+        self.opt_ins = installed_opt_ins(sources)
+        self.disabled = disabled_features(sources)
+        self.defaults = installed_defaults(sources)
+        self.graph_mode = installed_graph_mode(sources)
 
     def bind_function(self, node: ast.AST) -> None:
         """Local flags (``needs_sync = a and not b``) are looked up on first use."""
@@ -328,9 +365,25 @@ class GuardEvaluator:
             return Truth(False, Guard.ASYNC_SCHEDULING)
         if len(names) > 1 and names[-1] in self.opt_ins:
             return Truth(False, Guard.OPT_IN)  # a switch the installed vLLM defaults to off
+        if len(names) > 1 and names[-1] in self.disabled:
+            return Truth(True, Guard.OPT_IN)  # disable_x = True: feature x is opt-in
+        if any(self._switched(name) for name in names):
+            return Truth(False, Guard.OPT_IN)  # a value only the switch's feature sets
         if len(names) > 1 and self.defaults.get(names[-1]) == 0:
             return Truth(False, Guard.OPT_IN)  # max_items: int = 0
         return UNKNOWN
+
+    def _switched(self, name: str) -> str:
+        """The config switch whose feature alone sets a value of this name (``[guards]
+        switched``: ``common_prefix_len`` only with cascade attention), where the scanned
+        tree's config defaults that switch to off; "" otherwise."""
+        for entry in self.config.switched:
+            switch, _, glob = entry.partition("=")
+            off = switch in self.disabled or (not switch.startswith("disable_")
+                                              and switch in self.opt_ins)
+            if off and fnmatch.fnmatchcase(name, glob):
+                return switch
+        return ""
 
     def _graph_mode(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth | None:
         """``compilation_config.cudagraph_mode == CUDAGraphMode.PIECEWISE``: the config's mode

@@ -140,6 +140,7 @@ class Site:
     # the parameter the value comes from: the callers' arguments decide its residence
     param: str = ""
     host: bool = False  # the function alone says host (a name, an annotation)
+    field: str = ""  # the field of the parameter read (``meta.seq_lens``): the caller's record
 
 
 @dataclass(frozen=True)
@@ -462,17 +463,18 @@ class FunctionWalker:
     ) -> None:
         """A read of ``value`` to the host; a parameter's callers decide where it lives."""
         place = self.values.place(value)
-        param = self.values.param(value) or ""
+        param, field = self.values.derived(value) or ("", "")
         reduced = scalar and bool(param) and isinstance(value, ast.Call) and isinstance(
             value.func, ast.Attribute) and value.func.attr in _REDUCTIONS
         if place is Place.DEVICE or (param and not scalar) or (place is Place.UNKNOWN
                                                              and not scalar):
             self._site(node, SyncKind.BLOCKING_READBACK, api, stack,
                        known=place is Place.DEVICE, on_self=_on_self(value), param=param,
-                       host=place is Place.HOST)
+                       host=place is Place.HOST, field=field)
         elif reduced and place is not Place.HOST:
             # int(k.max()) of a parameter: a finding only where a caller passes a device value
-            self._site(node, SyncKind.BLOCKING_READBACK, api, stack, param=param, host=True)
+            self._site(node, SyncKind.BLOCKING_READBACK, api, stack, param=param, host=True,
+                       field=field)
 
     def _data_dependent(self, node: ast.Call, func: ast.Attribute,
                         stack: tuple[Condition, ...]) -> None:
@@ -489,9 +491,15 @@ class FunctionWalker:
             repeats = operands[1] if len(operands) > 1 else keyword(node, "repeats")
             if repeats is None or isinstance(repeats, ast.Constant):
                 return  # an int repeats sizes the output
-        if operands and self.values.place(operands[0]) is Place.DEVICE:
+        if not operands:
+            return
+        place = self.values.place(operands[0])
+        param, field = self.values.derived(operands[0]) or ("", "")
+        if place is Place.DEVICE or param:
+            # of a parameter's data: the callers' arguments say where it lives
             where = "torch" if module else "Tensor"
-            self._site(node, SyncKind.BLOCKING_READBACK, f"{where}.{method}", stack)
+            self._site(node, SyncKind.BLOCKING_READBACK, f"{where}.{method}", stack, param=param,
+                       host=place is not Place.DEVICE, field=field)
 
     def _method_rules(self, node: ast.Call, func: ast.Attribute, stack: tuple[Condition, ...]) -> None:
         method, receiver = func.attr, func.value
@@ -589,8 +597,10 @@ class FunctionWalker:
     def _site(
         self, node: ast.AST, kind: SyncKind, api: str, stack: tuple[Condition, ...],
         known: bool = True, on_self: bool = False, param: str = "", host: bool = False,
+        field: str = "",
     ) -> None:
-        self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host))
+        self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host,
+                                     field))
 
 
 def _storing(function: FunctionNode) -> set[int]:

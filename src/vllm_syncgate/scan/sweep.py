@@ -52,7 +52,9 @@ PROJECTS = {
                              "vllm/model_executor/layers/attention/",
                              "vllm/model_executor/layers/mamba/ops/",
                              "vllm/model_executor/layers/fla/",
-                             "vllm/third_party/flash_linear_attention/"),
+                             "vllm/third_party/flash_linear_attention/",
+                             # the release's own config: its defaults judge its switches
+                             "vllm/config/", "vllm/config.py", "vllm/envs.py"),
                 ("vllm/v1/worker", "vllm/v1/outputs.py"), "cuda", sdist=False),
         # vllm-ascend: the model forward's per-step code is scanned too (its op classes'
         # forward_oot, the model-layer methods its patches install, the 310P variants)

@@ -329,7 +329,7 @@ class ValueModel:
             if outer is Place.DEVICE:
                 # a field of an object the model or sampler returned is on the device with it,
                 # unless its record class annotates it as host data
-                return self._field_place(node.attr)
+                return self.field_place(node.attr)
             return own
         if isinstance(node, ast.Subscript):
             key = node.slice
@@ -550,25 +550,57 @@ class ValueModel:
     def param(self, node: ast.expr) -> str | None:
         """The parameter ``node`` derives from (``ids``, ``ids[:n]``, ``out.ids``, ``ids.sum()``)
         when the function never rebinds it; not through a staged half (``buf.cpu``) or a call
-        that moves or leaves the tensor (``.cpu()``, ``.to(...)``, ``.size()``)."""
+        that moves or leaves the tensor (``.cpu()``, ``.to(device)``, ``.size()``)."""
+        found = self.derived(node)
+        return found[0] if found else None
+
+    def derived(self, node: ast.expr, depth: int = 0) -> tuple[str, str] | None:
+        """(parameter, field) ``node`` derives from by dataflow: through slices, views, a
+        dtype-only ``.to(torch.long)``, arithmetic whose other operand is host data, and locals
+        bound once (``q = start_loc.to(dtype=torch.long); counts = q[1:] - q[:-1]``). ``field``
+        is the attribute read off the parameter (``meta.query_start_loc`` -> ``query_start_loc``),
+        so a caller's record says where that field lives; "" for the parameter itself."""
+        field_name = ""
         while True:
             staged = isinstance(node, ast.Attribute) and node.attr in ("cpu", "gpu", "np")
             if isinstance(node, ast.Subscript | ast.Attribute) and not staged:
+                if isinstance(node, ast.Attribute):
+                    field_name = node.attr
                 node = node.value
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr not in _HOST_METHODS
-                and node.func.attr not in ("to", *_DEVICE_METHODS)
+                and node.func.attr not in _DEVICE_METHODS
+                and (node.func.attr != "to" or not (moves_to_device(node) or targets_cpu(node)))
             ):
                 node = node.func.value
             else:
                 break
-        if isinstance(node, ast.Name):
-            self._locals()
-            if node.id in self.params and node.id not in self.rebound and node.id != "self":
-                return node.id
-        return None
+        if isinstance(node, ast.BinOp) and depth < 4:
+            return self._derived_operands(node, depth)
+        if not isinstance(node, ast.Name) or node.id == "self":
+            return None
+        self._locals()
+        if node.id in self.params:
+            return (node.id, field_name) if node.id not in self.rebound else None
+        found = self.bound(node.id)
+        if found is None or found[1] is not None or depth >= 4:
+            return None
+        upstream = self.derived(found[0], depth + 1)
+        return None if upstream is None else (upstream[0], upstream[1] or field_name)
+
+    def _derived_operands(self, node: ast.BinOp, depth: int) -> tuple[str, str] | None:
+        """``a - b`` derives from one parameter when both sides do, or one side does and the
+        other is host data (``q[:-1] + 1``)."""
+        sides = [self.derived(side, depth + 1) for side in (node.left, node.right)]
+        known = {s for s in sides if s is not None}
+        if len(known) != 1:
+            return None
+        other = node.right if sides[0] is not None else node.left
+        if None in sides and self.place(other) is not Place.HOST:
+            return None
+        return known.pop()
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -587,7 +619,7 @@ class ValueModel:
             stack.extend(cls.bases)
         return None
 
-    def _field_place(self, attr: str) -> Place:
+    def field_place(self, attr: str) -> Place:
         """A field of a device-computed record: its annotation, else its name, else device."""
         annotated = self.facts.annotated.get(attr)
         if annotated is not None:

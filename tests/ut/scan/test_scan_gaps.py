@@ -61,7 +61,7 @@ def _nothing(*_args, **_kwargs):
     return []
 
 
-def _no_defaults():
+def _no_defaults(_sources=()):
     return {}
 
 
@@ -81,7 +81,7 @@ BROKEN = {
         lambda m: m.setattr(rules.FunctionWalker, "_iterated", lambda *a: None), {"readback"}),
     # int()/float() of a parameter's reduction: the callers' arguments decide
     "scalar readbacks of parameters": (
-        lambda m: m.setattr(values.ValueModel, "param", lambda *a: None), {"readback"}),
+        lambda m: m.setattr(values.ValueModel, "derived", lambda *a: None), {"readback"}),
     # buf[rows] with a list of rows gathers into a new pageable tensor
     "gathers from pinned buffers": (
         lambda m: m.setattr(values.ValueModel, "gathers", lambda *a: False), {"gather"}),

@@ -133,7 +133,7 @@ BROKEN = {
     "boolean-mask indexing": (
         lambda m: m.setattr(values.ValueModel, "is_mask", lambda *a: False), {75, 15}),
     "arguments decide a parameter's residence": (
-        lambda m: m.setattr(values.ValueModel, "param", lambda *a: None), {99, 102}),
+        lambda m: m.setattr(values.ValueModel, "derived", lambda *a: None), {99, 102}),
     "opt-in switches from vLLM's config": (
         lambda m: m.setattr(guards, "installed_opt_ins", frozenset), {85, 87}),
     "imports followed": (
