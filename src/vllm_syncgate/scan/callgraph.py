@@ -350,7 +350,8 @@ class _Analysis:
                 for impl in impls:
                     add(impl, self._forward_methods(impl), Guard.NONE if default else Guard.OPT_IN)
         for cls in index.classes:
-            if self._is_op(cls) or "get_attn_backend" in cls.methods:  # an op, a model layer
+            # an op, a model layer, a plugin's subclass of a model layer it registers instead
+            if self._is_op(cls) or "get_attn_backend" in cls.methods or self._layer_override(cls):
                 add(cls, self._forward_methods(cls), Guard.NONE)
         for cls, method in _patched_methods(index, config):
             add(cls, [method], Guard.NONE)
@@ -359,6 +360,17 @@ class _Analysis:
                 if self.index.lookup(cls, "forward") is not None:
                     add(cls, self._forward_methods(cls), Guard.NONE)
         return list(roots.values())
+
+    def _layer_override(self, cls: ClassInfo) -> bool:
+        """A subclass of a model layer the scan does not read (a base imported from a module
+        ``[entries] layer_modules`` names): a plugin registers it in the layer's place
+        (``REGISTERED_ASCEND_OPS``), so the model's forward runs its overrides."""
+        for base in cls.node.bases:
+            imported = cls.module.imports.get(dotted(base).partition(".")[0])
+            if imported is not None and self.config.layer_modules.match(imported[0]) \
+                    and self.index.resolve_class(cls.module, dotted(base)) is None:
+                return True
+        return False
 
     def _is_op(self, cls: ClassInfo) -> bool:
         """A CustomOp subclass: it or a scanned base defines a per-platform method, and none

@@ -19,7 +19,7 @@ from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
                 "follow_ops", "dispatch_receivers", "dispatch_classes", "op_methods",
-                "forward_methods"),
+                "forward_methods", "layer_modules"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations", "switched"),
@@ -30,7 +30,7 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
-     "follow_ops", "op_methods", "forward_methods", "device_records", "switched"}
+     "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched"}
 )
 
 
@@ -74,6 +74,7 @@ class ScanConfig:
     op_methods: Patterns = field(default_factory=lambda: Patterns(()))
     device_records: Patterns = field(default_factory=lambda: Patterns(()))
     forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
+    layer_modules: Patterns = field(default_factory=lambda: Patterns(()))
     # an op class's methods the device runs, first defined wins: the budget's ``dispatch``
     # (``forward_oot`` on Ascend), set by :func:`vllm_syncgate.scan.callgraph.scan`
     op_dispatch: tuple[str, ...] = ()
@@ -135,6 +136,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         device_modules=Patterns(values["device_modules"]),
         op_methods=Patterns(values["op_methods"]),
         forward_methods=Patterns(values["forward_methods"]),
+        layer_modules=Patterns(values["layer_modules"]),
         device_records=Patterns(values["device_records"]),
         switched=values["switched"],
     )

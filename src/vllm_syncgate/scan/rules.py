@@ -53,7 +53,7 @@ from importlib import resources
 from vllm_syncgate.audit.events import SyncKind
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, Truth
-from vllm_syncgate.scan.sources import FunctionNode, child_fields, dotted
+from vllm_syncgate.scan.sources import FunctionNode, child_fields, dotted, walk
 from vllm_syncgate.scan.values import (
     Pin,
     Place,
@@ -206,6 +206,7 @@ class FunctionWalker:
         """
         self.values.bind_function(node, context)
         self.guards.bind_function(node)
+        self._function = node
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites
         # collecting assignments only: the statements that store on self (the rest is skipped)
@@ -407,6 +408,27 @@ class FunctionWalker:
             elif func.id in _ITERATING:
                 self._iterated(node, func.id, stack)
 
+    def _int_valued(self, node: ast.expr, depth: int = 0) -> bool:
+        """A Python int: a literal, ``a // b`` of no device value (head counts), a local or a
+        ``self.x`` this function binds only to such a value (``num_repeat := self.per_kv`` after
+        ``self.per_kv = self.num_heads // self.num_kv_heads``)."""
+        if depth > 4:
+            return False
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, int) and not isinstance(node.value, bool)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+            return all(self.values.place(o) is not Place.DEVICE for o in (node.left, node.right))
+        if isinstance(node, ast.Name):
+            bound = self.values.bound_to(node.id)
+            return bool(bound) and all(v is not None and how is None
+                                       and self._int_valued(v, depth + 1) for v, how in bound)
+        if _self_attribute(node):
+            stored = [n.value for n in walk(self._function) if isinstance(n, ast.Assign)
+                      and any(isinstance(t, ast.Attribute) and _self_attribute(t)
+                              and t.attr == node.attr for t in n.targets)]  # type: ignore[attr-defined]
+            return bool(stored) and all(self._int_valued(v, depth + 1) for v in stored)
+        return False
+
     def _dispatched(self, node: ast.expr, depth: int) -> bool:
         """An object an accessor, list or attribute of ``[entries] dispatch_receivers`` hands
         out (``g.get_metadata_builder(i)``, ``self.builders[i]``, a local every binding of which
@@ -489,7 +511,7 @@ class FunctionWalker:
         operands = node.args if module else [receiver, *node.args]
         if method == "repeat_interleave":
             repeats = operands[1] if len(operands) > 1 else keyword(node, "repeats")
-            if repeats is None or isinstance(repeats, ast.Constant):
+            if repeats is None or self._int_valued(repeats):
                 return  # an int repeats sizes the output
         if not operands:
             return

@@ -1,7 +1,8 @@
 """The model forward's per-step code is followed (issue 20 item 2), on a plugin tree of our own
 (tests/data/scan/forward): the default backend's attention impl (``get_impl_cls()``), an
 out-of-tree op (a CustomOp subclass: the budget's ``dispatch`` says which method the device
-runs), a plugin's patch of a model layer's ``_forward_core``, and the kernel wrapper that patch
+runs), a plugin's subclass of a model layer it registers in the layer's place, a plugin's
+patch of a model layer's ``_forward_core``, and the kernel wrapper that patch
 calls through an autograd Function's ``apply`` (an op module parsed on first call). Their syncs
 fail the gate; the context-parallel impl, an opt-in branch and a speculation branch stay
 guarded. The runner reaches none of them by name (``self.model(...)``), so the scanner before
@@ -13,13 +14,14 @@ Markers: ``# expect: KIND GUARD FAMILY``; family ``cuda_op`` is what a CUDA devi
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from vllm_syncgate.audit.budgets import builtin_budget_path, load_budgets, parse_budgets
 from vllm_syncgate.errors import BudgetError
-from vllm_syncgate.scan import callgraph, sources
+from vllm_syncgate.scan import callgraph, rules, sources
 from vllm_syncgate.scan.callgraph import scan
 
 
@@ -33,11 +35,11 @@ def _dispatch(device: str) -> tuple[str, ...]:
 
 
 def _scan(root: Path, device: str = "npu", **kwargs):
-    # the runner, the patches, one op module and the opt-in backend are named; the default
+    # the runner, the patches, two op modules and the opt-in backend are named; the default
     # backend comes through the runner's import of the attention package, the kernel wrapper
     # through the patch's call
     paths = [str(root / "worker"), str(root / "patch"), str(root / "ops" / "layernorm.py"),
-             str(root / "attention" / "attention_cp.py")]
+             str(root / "ops" / "gdn.py"), str(root / "attention" / "attention_cp.py")]
     return scan(paths, dispatch=kwargs.pop("dispatch", _dispatch(device)), **kwargs)
 
 
@@ -51,7 +53,7 @@ def _marked(root: Path, marked_families, *, without: str) -> dict[tuple[str, int
 
 def test_forward_fixture_reports_exactly_the_marked_sites_on_an_npu(forward, marked_families):
     expected = _marked(forward, marked_families, without="cuda_op")
-    assert set(expected.values()) == {"impl", "cp_impl", "op", "patch", "helper"}
+    assert set(expected.values()) == {"impl", "cp_impl", "op", "patch", "helper", "layer"}
     assert _reported(forward) == set(expected)
     failing = {(Path(f.file).name, f.qualname) for f in _scan(forward).failing}
     assert failing == {
@@ -59,6 +61,7 @@ def test_forward_fixture_reports_exactly_the_marked_sites_on_an_npu(forward, mar
         ("layernorm.py", "AscendRMSNorm.forward_oot"),
         ("patch_gdn.py", "AscendGatedDeltaNet._forward_core"),
         ("chunk.py", "chunk_delta_fwd"),
+        ("gdn.py", "AscendGatedDeltaNetAttention._forward_core"),
     }
 
 
@@ -78,7 +81,7 @@ def test_the_scanner_without_forward_roots_reports_none_of_the_default_sites(
     """What the scan did before (the runner's step only; also checked on dde85ec by hand)."""
     monkeypatch.setattr(callgraph._Analysis, "forward_roots", lambda self: [])
     defaults = {s for s in marked_families(forward) if s[3] == "none"}
-    assert len(defaults) == 5
+    assert len(defaults) == 6
     assert not defaults & _reported(forward)
 
 
@@ -110,6 +113,10 @@ BROKEN = {
     # Target._forward_core = Local._forward_core not read: the patch and what it calls are lost
     "patched methods": (lambda m: m.setattr(callgraph, "_patched_methods", lambda *a: []), {},
                         {"patch", "helper"}),
+    # a plugin's subclass of an unscanned model layer not taken for the layer it replaces
+    "layer overrides": (
+        lambda m: m.setattr(callgraph._Analysis, "_layer_override", lambda self, cls: False), {},
+        {"layer"}),
     # Fn.apply(...) not followed into the autograd Function's forward: the wrapper is unreached
     "autograd apply": (
         lambda m: m.setattr(callgraph._Analysis, "_resolve", _without_apply), {}, {"helper"}),
@@ -127,6 +134,17 @@ def test_a_broken_part_fails_the_forward_fixture(forward, marked_families, monke
     expected = _marked(forward, marked_families, without="cuda_op")
     reported = _reported(forward, **kwargs)
     assert {expected[s] for s in set(expected) - reported} == lost, part
+
+
+def test_an_int_repeats_held_in_a_name_sizes_repeat_interleave(forward, monkeypatch):
+    """``torch.repeat_interleave(x, repeats, dim=0)`` with ``repeats := self.per_kv`` (set to a
+    floor division of head counts) reads nothing back; taken for a tensor, it would fail."""
+    line = next(n for n, text in enumerate((forward / "ops" / "gdn.py").read_text().splitlines(), 1)
+                if text.endswith("# int repeats"))
+    assert not [f for f in _scan(forward).findings if f.file.endswith("gdn.py") and f.line == line]
+    monkeypatch.setattr(rules.FunctionWalker, "_int_valued",
+                        lambda self, node, depth=0: isinstance(node, ast.Constant))
+    assert [f for f in _scan(forward).failing if f.file.endswith("gdn.py") and f.line == line]
 
 
 def test_a_budget_that_extends_another_inherits_its_dispatch():
