@@ -24,9 +24,11 @@ H200 (../shared/reference/gpu-physics.md §1, "GP" below):
 - ``blocking_copy``: device-to-host ``x.to("cpu")`` / ``host.copy_(dev)`` without
   ``non_blocking=True`` (GP §1: 7.97 ms), and with it into memory that is not pinned (GP §1:
   ``pageable.copy_(x, non_blocking=True)`` 7.96 ms, unseen by torch's sync debug mode);
-  host-to-device from pageable memory (no ``pin_memory``, ``torch.from_numpy``), ``non_blocking``
-  or not (``.to(device)``, ``.cuda()``, ``dev.copy_(host)``, ``torch.tensor(data, device=dev)``): the
-  driver stages pageable memory through its own pinned buffer and the host waits for the copy
+  host-to-device from pageable memory (no ``pin_memory``, ``torch.from_numpy``, the new tensor a
+  torch op or arithmetic makes of host tensors: ``torch.cat(parts)``, ``arange(n) * k``),
+  ``non_blocking`` or not (``.to(device)``, ``.cuda()``, ``dev.copy_(host)``,
+  ``torch.tensor(data, device=dev)``): the driver stages pageable memory through its own pinned
+  buffer and the host waits for the copy
   (vLLM's own copy checker flags it; GP §2b: pageable H2D holds 0.80-16.25 ms); a copy between
   host and device that changes the dtype or reads a strided slice of a pinned buffer
   (``pinned[:, 0]``, ``pinned[idx]``): torch first makes a dense, converted temporary in pageable

@@ -72,6 +72,9 @@ _MASK_CALLS = frozenset(
 # Calls that make an array of indices (``buf[np.arange(n)]`` gathers, ``buf[:n]`` does not)
 _INDEX_MAKERS = frozenset({"array", "asarray", "arange", "nonzero", "where", "flatnonzero",
                            "argsort", "tensor", "as_tensor", "from_numpy", "unique"})
+# torch functions whose result is a new tensor (not a view): of host operands, pageable memory
+_NEW_TENSOR_OPS = frozenset({"cat", "concat", "concatenate", "stack", "cumsum", "diff",
+                             "repeat_interleave", "clamp", "where", "flip", "roll"})
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "Tensor"})
 _HOST_ANNOTATIONS = frozenset(
     [
@@ -374,6 +377,8 @@ class ValueModel:
         if isinstance(node, ast.IfExp):
             pins = {self.pin(v) for v in (node.body, node.orelse) if not is_none(v)}
             return pins.pop() if len(pins) == 1 else Pin.UNKNOWN
+        if self.host_result(node):
+            return Pin.PAGEABLE
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
@@ -398,6 +403,27 @@ class ValueModel:
                     return Pin.PINNED if flag.value else Pin.PAGEABLE
                 return Pin.PINNED  # pin_memory=self.pin_memory: pinned where pinning is possible
         return Pin.UNKNOWN
+
+    def host_result(self, node: ast.expr) -> bool:
+        """A new tensor that a torch op or arithmetic makes of host tensors (``torch.cat(parts)``,
+        ``torch.arange(n) * k``): allocated without ``pin_memory``, so pageable whatever its
+        operands were, and its ``.to(device, non_blocking=True)`` blocks. Every tensor operand of
+        a torch op must be known to be on the host (``torch.where(mask, a, b)`` with one of
+        unknown residence may run on the device); in arithmetic the tensor is the leftmost
+        operand (``arange(n) * chunk``, ``lens_cpu[:n] - prefix``), which must be known to be on
+        the host, and no other operand may be on the device."""
+        if isinstance(node, ast.BinOp):
+            while isinstance(node, ast.BinOp):
+                if self.place(node.right) is Place.DEVICE:
+                    return False
+                node = node.left
+            return self.place(node) is Place.HOST
+        if not isinstance(node, ast.Call) or not node.args:
+            return False
+        name = dotted(node.func)
+        if not name.startswith("torch.") or name.rpartition(".")[2] not in _NEW_TENSOR_OPS:
+            return False
+        return all(self.place(item) is Place.HOST for item in node.args)
 
     def kind(self, node: ast.expr) -> str | None:
         """``"event"`` / ``"stream"`` for a receiver of ``.synchronize()``, from its origin or name."""

@@ -85,6 +85,9 @@ BROKEN = {
     # buf[rows] with a list of rows gathers into a new pageable tensor
     "gathers from pinned buffers": (
         lambda m: m.setattr(values.ValueModel, "gathers", lambda *a: False), {"gather"}),
+    # torch.cat / arange(n) * k of host tensors taken for views: their pageable uploads pass
+    "results of host tensor ops": (
+        lambda m: m.setattr(values.ValueModel, "host_result", lambda *a: False), {"hostop"}),
     # a plugin's module-level patch of a class ignored: the pool's items stay vLLM's class
     "classes patched at module level": (
         lambda m: m.setattr(callgraph, "_patched_classes", lambda *a: {}), {"patched"}),

@@ -84,7 +84,9 @@ def test_no_unguarded_site_remains_after_the_allow_list(gpu_runner):
     a CPU tensor returned through two helper functions, which the scan follows."""
     assert gpu_runner.failing == []
     # the drafters and samplers the runner imports are followed: their guarded sites count too
-    assert len(gpu_runner.findings) <= 40
+    # (42: with the two decode-context-parallel copies in the DeepSeek V3.2 indexer that the
+    # pageable-result rule takes for host uploads; guarded opt_in, labelled not_sync in the corpus)
+    assert len(gpu_runner.findings) <= 42
 
 
 def test_without_the_allow_list_the_gate_fails_on_the_by_design_sites(vllm_worker_dir):

@@ -36,6 +36,16 @@ class GapModelRunner:
             mask[row, length:] = -10000
         return torch.from_numpy(mask).to(dtype).to(mask_device)  # expect: blocking_copy none mask
 
+    @staticmethod
+    def chunk_bounds(seq_lens: list[int], device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bounds made by torch ops on host tensors: new tensors in pageable memory, so
+        non_blocking does not keep their uploads from blocking."""
+        lens = torch.tensor(seq_lens, dtype=torch.int32)
+        bounds_cpu = torch.cat([torch.zeros(1, dtype=torch.int32), lens.cumsum(0)])
+        bounds = bounds_cpu.to(device, non_blocking=True)  # expect: blocking_copy none hostop
+        offsets = torch.arange(len(seq_lens), dtype=torch.int32) * 16
+        return bounds, offsets.to(device, non_blocking=True)  # expect: blocking_copy none hostop
+
     def execute_model(self, scheduler_output) -> None:
         n = scheduler_output.total_num_scheduled_tokens
         self.input_batch.block_table.commit_slot_mapping(n)
@@ -43,7 +53,8 @@ class GapModelRunner:
         mask = self.make_mask(self.model_config.dtype, self.device, scheduler_output.seq_lens)
         table = self.mirror.upload()
         lengths = self.lengths.publish(scheduler_output.seq_lens)
-        hidden = self.model(positions, mask, table, lengths)
+        bounds, chunk_offsets = self.chunk_bounds(scheduler_output.seq_lens, self.device)
+        hidden = self.model(positions, mask, table, lengths, bounds, chunk_offsets)
         logits = self.model.compute_logits(hidden)
         sampled = self.sampler(logits, scheduler_output.sampling_metadata)
         self._after_forward(hidden, sampled)
