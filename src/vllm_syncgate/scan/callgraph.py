@@ -772,6 +772,8 @@ class _Analysis:
         kind = site.kind.value
         reason, record = "", ""
         known = site.known
+        if site.target and self._argument(path, site.target)[0] is Place.HOST:
+            return None  # x.to(device=t.device) where every caller passes a host t: host to host
         if site.param:
             # a parameter read back: the callers' arguments say where it lives, before its name
             passed, caller = self._argument(path, site.param, site.field)

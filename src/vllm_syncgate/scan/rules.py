@@ -143,6 +143,9 @@ class Site:
     param: str = ""
     host: bool = False  # the function alone says host (a name, an annotation)
     field: str = ""  # the field of the parameter read (``meta.seq_lens``): the caller's record
+    # ``x.to(device=t.device)`` with ``t`` a parameter: the copy goes where the callers' ``t``
+    # lives, so it is no upload when every caller passes a host ``t``
+    target: str = ""
 
 
 @dataclass(frozen=True)
@@ -571,10 +574,19 @@ class FunctionWalker:
                 source_dtype, ""):
             self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(device, dtype change)", stack)
             return
+        target = self._target_param(node) if api.startswith("Tensor.to") else ""
         if values.pin(source) is Pin.PAGEABLE:
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack)
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack, target=target)
         elif not values.contiguous(source):
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a strided view", stack)
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a strided view", stack,
+                       target=target)
+
+    def _target_param(self, node: ast.Call) -> str:
+        """The parameter ``t`` of ``x.to(device=t.device)`` / ``x.to(t.device)``: "" otherwise."""
+        device = keyword(node, "device") or (node.args[0] if node.args else None)
+        if isinstance(device, ast.Attribute) and device.attr == "device":
+            return self.values.param(device.value) or ""
+        return ""
 
     def _tensor_of_host_data(self, node: ast.Call, stack: tuple[Condition, ...]) -> None:
         """``torch.tensor(ids, device=dev)``: a pageable host copy, then a blocking H2D."""
@@ -621,10 +633,10 @@ class FunctionWalker:
     def _site(
         self, node: ast.AST, kind: SyncKind, api: str, stack: tuple[Condition, ...],
         known: bool = True, on_self: bool = False, param: str = "", host: bool = False,
-        field: str = "",
+        field: str = "", target: str = "",
     ) -> None:
         self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host,
-                                     field))
+                                     field, target))
 
 
 def _storing(function: FunctionNode) -> set[int]:

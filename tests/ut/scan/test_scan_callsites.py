@@ -1,6 +1,7 @@
 """Residence by dataflow from the call sites (issue 20 item 3), on a runner of our own
 (tests/data/scan/callsites): a helper's parameter lives where its callers' arguments live,
-through the locals derived from it (``q = start.to(dtype=...)``, ``q[1:] - q[:-1]``); a
+through the locals derived from it (``q = start.to(dtype=...)``, ``q[1:] - q[:-1]``), also
+the destination of ``x.to(device=t.device)``; a
 builder's metadata record has the residence of what the runner stores in each field; a field
 of such a record that no caller's dataflow reaches is a device tensor unless its name or
 annotation says host. Each part is broken on purpose and shown to lose its lines.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_syncgate.scan import callgraph, values
+from vllm_syncgate.scan import callgraph, rules, values
 from vllm_syncgate.scan.callgraph import scan
 from vllm_syncgate.scan.config import Patterns, load_config
 
@@ -43,7 +44,7 @@ def _reported(root: Path, **changes) -> set[tuple[str, int, str, str]]:
 
 def test_callsites_fixture_reports_exactly_the_marked_sites(callsites, marked_families):
     expected = marked_families(callsites)
-    assert set(expected.values()) == {"derived", "record", "record_default"}
+    assert set(expected.values()) == {"derived", "record", "record_default", "target"}
     assert _reported(callsites) == set(expected)
 
 
@@ -71,6 +72,11 @@ BROKEN = {
     # no record class known: its device field is of unknown residence, not a failure
     "device records": (lambda m: None, {"device_records": Patterns(())},
                        ("spans.py", 22, "blocking_readback", "unknown_residence")),
+    # the copy's destination not taken from the callers: x.to(device=t.device) with only host
+    # t passed is taken for an upload
+    "the destination's callers": (
+        lambda m: m.setattr(rules.FunctionWalker, "_target_param", lambda self, node: ""), {},
+        ("spans.py", 29, "blocking_copy", "none")),
 }
 
 

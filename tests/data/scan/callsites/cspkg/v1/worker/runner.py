@@ -4,7 +4,7 @@ import torch
 
 from cspkg.v1.worker.builder import CsAttentionMetadataBuilder
 from cspkg.v1.worker.meta import CsCommonAttentionMetadata
-from cspkg.v1.worker.spans import longest
+from cspkg.v1.worker.spans import chunk_ids, chunk_ids_near, longest
 
 
 class CsModelRunner:
@@ -28,5 +28,7 @@ class CsModelRunner:
             num_reqs=n,
         )
         built = self.attn_metadata_builder.build(common_prefix_len=0, common_attn_metadata=meta)
+        chunk_ids(self.query_start_loc_cpu[: n + 1], batch.sizes)
+        chunk_ids_near(self.query_start_loc[: n + 1], batch.sizes)
         self.last_meta = batch.previous_meta
         return built, longest(self.last_meta)

@@ -20,3 +20,15 @@ def device_spans(start_loc: torch.Tensor):
 def longest(meta: CsCommonAttentionMetadata):  # noqa: F821 - annotation only
     lens = meta.seq_lens
     return lens.max().item()  # expect: blocking_readback none record_default
+
+
+def chunk_ids(start_loc: torch.Tensor, sizes: list[int]):
+    # built in pageable host memory and sent where start_loc lives: the runner passes host
+    # starts only, so this is a host-to-host copy
+    ids = torch.cat([torch.arange(n) for n in sizes])
+    return ids.to(device=start_loc.device, non_blocking=True)
+
+
+def chunk_ids_near(start_loc: torch.Tensor, sizes: list[int]):
+    ids = torch.cat([torch.arange(n) for n in sizes])
+    return ids.to(device=start_loc.device, non_blocking=True)  # expect: blocking_copy none target
