@@ -12,3 +12,11 @@ class CsCommonAttentionMetadata:
     positions: torch.Tensor
     seq_lens: torch.Tensor
     num_reqs: int
+
+
+@dataclass
+class CsFlashAttentionMetadata:
+    """What a backend's builder hands its impl: the device halves of the record above."""
+
+    seq_lens: torch.Tensor
+    max_seq_len: int

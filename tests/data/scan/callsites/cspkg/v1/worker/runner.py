@@ -4,7 +4,7 @@ import torch
 
 from cspkg.v1.worker.builder import CsAttentionMetadataBuilder
 from cspkg.v1.worker.meta import CsCommonAttentionMetadata
-from cspkg.v1.worker.spans import chunk_ids, chunk_ids_near, longest
+from cspkg.v1.worker.spans import chunk_ids, chunk_ids_near, longest, widest
 
 
 class CsModelRunner:
@@ -31,4 +31,4 @@ class CsModelRunner:
         chunk_ids(self.query_start_loc_cpu[: n + 1], batch.sizes)
         chunk_ids_near(self.query_start_loc[: n + 1], batch.sizes)
         self.last_meta = batch.previous_meta
-        return built, longest(self.last_meta)
+        return built, longest(self.last_meta), widest(batch.flash_meta, 8)

@@ -32,3 +32,9 @@ def chunk_ids(start_loc: torch.Tensor, sizes: list[int]):
 def chunk_ids_near(start_loc: torch.Tensor, sizes: list[int]):
     ids = torch.cat([torch.arange(n) for n in sizes])
     return ids.to(device=start_loc.device, non_blocking=True)  # expect: blocking_copy none target
+
+
+def widest(meta: CsFlashAttentionMetadata, limit: int):  # noqa: F821 - annotation only
+    if meta.max_seq_len > limit:  # an int field: host
+        return limit
+    return meta.seq_lens.max().item()  # expect: blocking_readback none record_default
