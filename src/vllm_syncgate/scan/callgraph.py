@@ -43,6 +43,7 @@ from vllm_syncgate.scan.sources import (
     SourceIndex,
     SourceModule,
     build_index,
+    conditional_statements,
     dotted,
     is_record,
     walk,
@@ -983,8 +984,8 @@ def _patched_methods(index: SourceIndex, config: ScanConfig) -> list[tuple[Class
     forward runs it. Only the ``forward_methods`` count."""
     found: list[tuple[ClassInfo, FunctionInfo]] = []
     for module in index.modules:
-        for statement in _module_statements(module.tree.body):
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        for statement in conditional_statements(module.tree.body, (ast.Assign,), handlers=True):
+            if not (len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Attribute)
                     and isinstance(statement.value, ast.Attribute)
                     and config.forward_methods.match(statement.targets[0].attr)):
@@ -993,18 +994,6 @@ def _patched_methods(index: SourceIndex, config: ScanConfig) -> list[tuple[Class
             method = index.lookup(cls, statement.value.attr) if cls is not None else None
             if cls is not None and method is not None:
                 found.append((cls, method))
-    return found
-
-
-def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """A module's top-level statements, also those under ``if``/``try`` blocks."""
-    found: list[ast.stmt] = []
-    for node in body:
-        found.append(node)
-        if isinstance(node, ast.If | ast.Try):
-            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
-                          *(h.body for h in getattr(node, "handlers", []))):
-                found.extend(_module_statements(block))
     return found
 
 

@@ -682,8 +682,8 @@ def _depth(tree: ast.AST) -> int:
     return deepest
 
 
-def _conditional(body: list[ast.stmt], kinds: tuple[type, ...], *,
-                 handlers: bool) -> list[ast.stmt]:
+def conditional_statements(body: list[ast.stmt], kinds: tuple[type, ...], *,
+                           handlers: bool) -> list[ast.stmt]:
     """Statements of ``kinds`` in ``body``, also those under ``if ...:`` and ``try:`` blocks (and
     their ``except`` handlers when ``handlers``), in source order."""
     found: list[ast.stmt] = []
@@ -695,13 +695,13 @@ def _conditional(body: list[ast.stmt], kinds: tuple[type, ...], *,
             if handlers:
                 blocks += [h.body for h in getattr(node, "handlers", [])]
             for block in blocks:
-                found.extend(_conditional(block, kinds, handlers=handlers))
+                found.extend(conditional_statements(block, kinds, handlers=handlers))
     return found
 
 
 def _imports(body: list[ast.stmt]) -> list[ast.stmt]:
     """Module-level imports, also those under ``if TYPE_CHECKING:`` and ``try:``."""
-    return _conditional(body, (ast.Import, ast.ImportFrom), handlers=True)
+    return conditional_statements(body, (ast.Import, ast.ImportFrom), handlers=True)
 
 
 def _absolute(node: ast.ImportFrom, package: str) -> str:
@@ -741,7 +741,7 @@ def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
     """Methods of a class body, also those under a class-level ``if vllm_version_is(...):`` or
     ``try:`` (vllm-ascend defines version-specific methods that way): a plain redefinition
     replaces a method as in Python, of conditional alternatives the first one is taken."""
-    methods = _conditional(body, (ast.FunctionDef, ast.AsyncFunctionDef), handlers=False)
+    methods = conditional_statements(body, (ast.FunctionDef, ast.AsyncFunctionDef), handlers=False)
     return cast(list[FunctionNode], methods)
 
 
