@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from vllm_syncgate.audit.events import CallSite
 from vllm_syncgate.check.overlay import CodeUnderTest, code_under_test, git_commit, is_installed_tree
 from vllm_syncgate.check.rehearsal import device_problem
 from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source, installed_sources
+from vllm_syncgate.check.unprobed import NotProbed, not_probed
 from vllm_syncgate.check.unseen import NotSeen, unseen_sites
 from vllm_syncgate.check.untested import NotRun, not_run_changes
 from vllm_syncgate.errors import ConfigError, ScanError, UsageError
@@ -87,7 +88,7 @@ class LevelCase:
 class LevelResult:
     name: str
     status: str
-    reason: str = ""  # why skipped or not run; one line
+    reason: str = ""  # why skipped, not run or in error, or a passing level's remark; one line
     duration_s: float = 0.0
     cases: list[LevelCase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -203,19 +204,24 @@ def _scan_cases(project: ProjectScan) -> list[LevelCase]:
 # --- unit --------------------------------------------------------------------------------------
 def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUnderTest) -> LevelResult:
     """The probes on ``code`` (the installed vLLM, or a tree over its build) in a child process,
-    and the NPU property on every vllm-ascend tree; skipped when neither can run here."""
+    and the NPU property on every vllm-ascend tree; skipped when neither can run here. For a tree
+    over the installed build, each changed function of its runners' folder that no probe ran is
+    a NOT TESTED case (:func:`unit_coverage` judges it, once the serve level is known)."""
     started = time.monotonic()
     result = LevelResult("unit", PASS, code=code.to_json())
     expected = code.import_root
     if code.problem is not None:
         return level_error("unit", code, code.problem, started)
+    unprobed: list[NotProbed] = []
     if expected is not None:
         result.notes.append(f"probes: {code.describe()}")
-        try:
-            report = probe_in_child(levels.simulated, expected, code.child_env(os.environ))
+        try:  # traced where there is a tree over the installed build (an overlay)
+            report = probe_in_child(levels.simulated, expected, code.child_env(os.environ),
+                                    trace=code.overlay is not None)
         except LoadError as exc:
             return level_error("unit", code, str(exc), started)
         _add_unit(result, "probes", report)
+        unprobed = unprobed_changes(code, report.ran)
     else:
         result.notes.append("probes: skipped, vLLM is not installed here")
     for source in sources:
@@ -227,8 +233,57 @@ def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUn
     if not result.cases:
         return skipped("unit", "nothing to run: no vLLM installed and no vllm-ascend tree")
     result.status = FAIL if any(not c.passed for c in result.cases) else PASS
+    result.cases += [LevelCase(n.qualname, False, n.describe(), str(n.file), n.line, skipped=True)
+                     for n in unprobed]
     result.duration_s = time.monotonic() - started
     return result
+
+
+def unprobed_changes(code: CodeUnderTest, ran: Iterable[tuple[str, str]] | None) -> list[NotProbed]:
+    """A ``--source`` vLLM tree's changed functions in its runners' folder that are not in
+    ``ran`` (the probes' traced functions); [] for the installed package and an editable install
+    (no other build to compare with) and when the probes were not traced."""
+    if code.tree is None or code.overlay is None or code.installed is None or ran is None:
+        return []
+    return not_probed(RunnerSource(VLLM, code.tree, False).worker_dir, code.tree / code.package,
+                      code.installed, ran)
+
+
+def unit_coverage(levels: Sequence[LevelResult]) -> list[LevelResult]:
+    """The one rule for a ``--source`` tree's changed functions that no unit probe ran (the unit
+    level's NOT TESTED cases): never a plain PASS for changed code no level ran. Such a function
+    is covered when the serve level ran its scenarios and did not name it NOT TESTED itself (its
+    served runner runs it); a passing unit level with any not covered is ERROR (exit 2) naming
+    them, else it stays PASS and says how many were covered by serve. A failing unit level stays
+    FAIL, as a failing serve level does. ``levels`` is not changed (the verdict cache keeps the
+    unit level as it ran, to be judged again with the serve level of the next run)."""
+    unit = next((lv for lv in levels if lv.name == "unit"), None)
+    unprobed = [] if unit is None or unit.status != PASS else [c for c in unit.cases if c.skipped]
+    if unit is None or not unprobed:
+        return list(levels)
+    serve = next((lv for lv in levels if lv.name == "serve" and _ran_scenarios(lv)), None)
+    left = set() if serve is None else {
+        (Path(c.file).resolve(), c.name.split(" ", 1)[0]) for c in serve.cases if c.skipped and c.file}
+    uncovered = [c for c in unprobed
+                 if serve is None or (Path(c.file or "").resolve(), c.name) in left]
+    if uncovered:
+        judged = replace(unit, status=ERROR, reason=(
+            "error: changed code not run by any unit probe: "
+            + "; ".join(f"{c.file}:{c.line} {c.name}" for c in uncovered)
+            + ("; the serve level did not run to cover it" if serve is None else
+               "; the serve level did not run it either (its NOT TESTED cases)")))
+    else:
+        n = len(unprobed)
+        judged = replace(unit, reason=f"{n} changed method{'' if n == 1 else 's'} not run here "
+                                      "(covered by serve)")
+    return [judged if lv is unit else lv for lv in levels]
+
+
+def _ran_scenarios(serve: LevelResult) -> bool:
+    """Whether the serve level ran its scenarios: PASS or FAIL, or ERROR with NOT TESTED cases
+    of its own (:func:`serve_result`'s: they passed); an ERROR without cases could not start."""
+    return serve.status in (PASS, FAIL) or (serve.status == ERROR
+                                             and any(c.skipped for c in serve.cases))
 
 
 def _add_unit(result: LevelResult, prefix: str, report: UnitReport) -> None:
@@ -399,5 +454,8 @@ def run_before_serve(selected: Sequence[str], sources: Sequence[RunnerSource], d
             + ("" if not any(s.kind == ASCEND for s in sources) else "; the NPU property"))
         results.append(run_unit(sources, levels, code or vllm_code(None)))
     for result in results:
-        say(f"{result.name}: {result.status} ({result.duration_s:.1f} s)")
+        unprobed = sum(c.skipped for c in result.cases)
+        say(f"{result.name}: {result.status} ({result.duration_s:.1f} s)"
+            + (f"; {unprobed} changed method{'' if unprobed == 1 else 's'} not run by any probe"
+               if unprobed else ""))
     return results

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_syncgate import junit_writer
-from vllm_syncgate.check.levels import ERROR, FAIL, NOT_RUN, SKIPPED, LevelResult, passed
+from vllm_syncgate.check.levels import ERROR, FAIL, NOT_RUN, PASS, SKIPPED, LevelResult, passed
 from vllm_syncgate.check.report import (
     CheckResult,
     failure_lines,
@@ -43,9 +43,12 @@ def status_word(level: LevelResult) -> str:
 
 
 def summary(levels: Sequence[LevelResult]) -> str:
-    """``scan PASS 2.1s, unit FAIL 9.0s, serve NOT RUN``: the verdict line's detail."""
+    """``scan PASS 2.1s, unit FAIL 9.0s, serve NOT RUN``: the verdict line's detail; a passing
+    level's remark in brackets (``unit PASS 9.0s [1 changed method not run here (covered by
+    serve)]``)."""
     return ", ".join(f"{lv.name} {status_word(lv)}"
                      + (f" {lv.duration_s:.1f}s" if lv.status not in (SKIPPED, NOT_RUN) else "")
+                     + (f" [{lv.reason}]" if lv.status == PASS and lv.reason else "")
                      for lv in levels)
 
 
@@ -62,7 +65,8 @@ def sections(levels: Sequence[LevelResult], serve: CheckResult | None) -> str:
                 continue
         else:
             cached = f"; cached from {level.cached_from}" if level.cached_from else ""
-            lines.append(f"{head} ({level.duration_s:.1f} s{cached})")
+            remark = f"; {level.reason}" if level.reason else ""
+            lines.append(f"{head} ({level.duration_s:.1f} s{cached}{remark})")
         lines += [f"   {note}" for note in level.notes]
         if ran:
             lines.append(table(serve))

@@ -34,6 +34,7 @@ from vllm_syncgate.check.levels import (
     serve_result,
     skipped,
     stops_serve,
+    unit_coverage,
     unseen_changes,
     untested_changes,
     untrusted,
@@ -249,7 +250,9 @@ def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None
               env: dict[str, Any], args: argparse.Namespace, started: float,
               png: bytes | None = None) -> int:
     """The report files, the terminal sections and the verdict line: a run's or a merge's
-    (``png``: the plot as the verdict cache kept it, instead of drawing it again)."""
+    (``png``: the plot as the verdict cache kept it, instead of drawing it again). The unit
+    level's untested changes are judged here, with the serve level known."""
+    levels = unit_coverage(levels)
     paths = write_level_reports(plan.report_dir, levels, result, env, png)
     print(terminal_block(sections(levels, result)))  # level reasons name files from the tree
     for line in failure_lines(result) if result is not None else ():

@@ -4,8 +4,9 @@
 (no working directory on ``sys.path``) and, for a ``--source`` tree, the overlay first on
 ``PYTHONPATH``; it refuses to probe a ``vllm`` imported from anywhere but the expected directory.
 
-``python -P -m vllm_syncgate.unit.child FLAVOUR OUT.json EXPECTED_DIR``: writes the report (or
-the one-line reason vLLM could not be loaded) to ``OUT.json``.
+``python -P -m vllm_syncgate.unit.child FLAVOUR OUT.json EXPECTED_DIR [--trace]``: writes the report
+(or the one-line reason vLLM could not be loaded) to ``OUT.json``; with ``--trace`` the report also
+lists the functions of that ``vllm`` the probes ran (:mod:`vllm_syncgate.unit.ran`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ class LoadError(Exception):
     """The probed vLLM could not be imported from the expected place (one line)."""
 
 
-def probe_in_child(flavour: str, expected: Path, env: Mapping[str, str]) -> UnitReport:
-    """The probes on the ``vllm`` under ``expected``, run by a child with ``env``."""
+def probe_in_child(flavour: str, expected: Path, env: Mapping[str, str],
+                   trace: bool = False) -> UnitReport:
+    """The probes on the ``vllm`` under ``expected``, run by a child with ``env``; ``trace``:
+    the report's ``ran`` lists the functions of that ``vllm`` they ran."""
     with tempfile.TemporaryDirectory(prefix="syncgate-unit-") as tmp:
         out = Path(tmp) / "unit.json"
         argv = [sys.executable, "-P", "-m", "vllm_syncgate.unit.child", flavour, str(out),
-                str(expected)]
+                str(expected), *(["--trace"] if trace else [])]
         done = subprocess.run(argv, env=dict(env), cwd=tmp, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
         if not out.is_file():
@@ -42,10 +45,12 @@ def probe_in_child(flavour: str, expected: Path, env: Mapping[str, str]) -> Unit
         doc = json.loads(out.read_text(encoding="utf-8"))
     if "error" in doc:
         raise LoadError(doc["error"])
-    return UnitReport([UnitCheck(**c) for c in doc["checks"]], doc["notes"])
+    ran = doc.get("ran")
+    return UnitReport([UnitCheck(**c) for c in doc["checks"]], doc["notes"],
+                      None if ran is None else [(file, name) for file, name in ran])
 
 
-def _main(flavour: str, out: Path, expected: Path) -> int:
+def _main(flavour: str, out: Path, expected: Path, trace: bool = False) -> int:
     logging.getLogger("vllm").setLevel(logging.WARNING)  # vLLM's INFO lines are not the report
     try:
         import vllm
@@ -54,9 +59,15 @@ def _main(flavour: str, out: Path, expected: Path) -> int:
         where = Path(vllm.__file__).parent.resolve()
         if where != expected.resolve():
             raise LoadError(f"vllm was imported from {where}, not from {expected}")
+        from vllm_syncgate.unit.ran import FunctionsRun
         from vllm_syncgate.unit.vllm_probes import probe_vllm
 
-        report = probe_vllm(flavour)
+        if trace:  # as imported: the overlay's files are links, their paths are the overlay's
+            with FunctionsRun(Path(vllm.__file__).parent) as ran:
+                report = probe_vllm(flavour)
+            report.ran = ran.functions()
+        else:
+            report = probe_vllm(flavour)
     except (ImportError, AttributeError, LoadError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         doc: dict[str, object] = {"error": f"vLLM does not load from {expected}: "
@@ -64,9 +75,11 @@ def _main(flavour: str, out: Path, expected: Path) -> int:
     else:
         report.notes.insert(0, f"vllm imported from {where}")
         doc = {"checks": [c.to_json() for c in report.checks], "notes": report.notes}
+        if report.ran is not None:
+            doc["ran"] = report.ran
     out.write_text(json.dumps(doc), encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])))
+    sys.exit(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:] == ["--trace"]))

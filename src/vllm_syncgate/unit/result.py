@@ -28,6 +28,9 @@ class UnitReport:
 
     checks: list[UnitCheck] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # (file relative to the package, qualname) of the probed package's functions that ran, when
+    # the run was traced (unit/ran.py); None when it was not
+    ran: list[tuple[str, str]] | None = None
 
     @property
     def passed(self) -> bool:
