@@ -54,11 +54,15 @@ def not_probed(folder: Path, package_dir: Path, installed: Path,
 
 def changed_functions(file: Path, before: Path) -> list[tuple[str, int]]:
     """``(qualname, line)`` of each function and method of ``file`` (module level and in classes,
-    nested classes too) whose code differs from ``before``'s or that ``before`` lacks."""
+    nested classes too) whose code differs from ``before``'s or that ``before`` lacks (a name
+    defined twice, a property's getter and setter, is compared with each of its definitions)."""
     if before.is_file() and filecmp.cmp(file, before, shallow=False):
         return []
-    old = {name: ast.dump(fn) for name, fn in _functions(_body(before))}
-    return [(name, fn.lineno) for name, fn in _functions(_body(file)) if old.get(name) != ast.dump(fn)]
+    old: dict[str, list[str]] = {}
+    for name, fn in _functions(_body(before)):
+        old.setdefault(name, []).append(ast.dump(fn))
+    return [(name, fn.lineno) for name, fn in _functions(_body(file))
+            if ast.dump(fn) not in old.get(name, ())]
 
 
 def _body(file: Path) -> list[ast.stmt]:

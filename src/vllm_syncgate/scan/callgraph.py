@@ -318,8 +318,10 @@ class _Analysis:
             if len(made) == 1 and is_record(made[0].node):
                 facts.fields[attr] = record_fields(made[0].node)
         self._setter_presence(facts, setters)
-        self._walker_with_facts = self._walker(facts, _ReturnPlaces(index, config, facts))
-        self._arguments = ValueModel(config, facts, _ReturnPlaces(index, config, facts))
+        # one memo of helpers' return values for the walks and the call-site judgements
+        returns = _ReturnPlaces(index, config, facts)
+        self._walker_with_facts = self._walker(facts, returns)
+        self._arguments = ValueModel(config, facts, returns)
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
 
@@ -418,7 +420,7 @@ class _Analysis:
             text = "\n".join(lines)
             if not any(needle.search(text) for needle in needles):
                 continue
-            for call in walker.walk(function.node, context=function).calls:
+            for call in walker.walk(function.node, context=function, calls_only=True).calls:
                 name = call.name.rpartition(".")[2]
                 key = f"{name}()" if call.how == "name" else name
                 if call.how in ("self", "attr", "name") and key in wanted:

@@ -203,9 +203,14 @@ class FunctionWalker:
         # names of the scanned classes' properties: reading ``self.buf.uva`` runs one
         self.properties = properties
         self._storing: set[int] | None = None
+        self.calls_only = False
 
-    def walk(self, node: FunctionNode, sites: bool = True, context: object = None) -> FunctionFacts:
-        """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only.
+    def walk(self, node: FunctionNode, sites: bool = True, context: object = None,
+             calls_only: bool = False) -> FunctionFacts:
+        """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only;
+        ``calls_only`` collects only the ``self.``/``self.x.``/``super().``/plain-name calls with
+        their conditions, asking the value model nothing (the setter prefilter's walks: the
+        residence of the function's locals is not computed for them).
 
         ``context`` identifies the function for the value model's return-value lookups.
         """
@@ -214,6 +219,7 @@ class FunctionWalker:
         self._function = node
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites
+        self.calls_only = calls_only
         # collecting assignments only: the statements that store on self (the rest is skipped)
         self._storing = None if sites else _storing(node)
         for decorator in node.decorator_list:
@@ -264,7 +270,8 @@ class FunctionWalker:
         elif isinstance(node, ast.ClassDef):
             return
         else:
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None \
+                    and not self.calls_only:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if (
@@ -334,6 +341,8 @@ class FunctionWalker:
             return
         if isinstance(node, ast.Call):
             self._call(node, stack)
+        elif self.calls_only:
+            pass
         elif (
             isinstance(node, ast.Attribute)
             and node.attr in self.properties
@@ -382,6 +391,8 @@ class FunctionWalker:
                 and receiver.func.id == "super"
             ):
                 self._record("super", func.attr, node, stack)
+            elif self.calls_only:
+                return  # the rest needs the value model
             elif (chain := self._self_chain(receiver, 0)) is not None:
                 # self.input_batch.block_table.commit(), for t in self.tables: t.commit()
                 self._record("chain", ".".join([*chain, func.attr]), node, stack)
@@ -394,6 +405,8 @@ class FunctionWalker:
                 and self.values.place(receiver) is Place.DEVICE
             ):
                 self._record("object", func.attr, node, stack)
+            if self.calls_only:
+                return
             if self._dispatched(receiver, 0):
                 # group.get_metadata_builder().build(...): a class chosen at run time
                 self._record("dispatch", func.attr, node, stack)
@@ -408,6 +421,8 @@ class FunctionWalker:
             ):
                 # run_model = partial(self.model, **inputs): called later, count it as called here
                 self.facts.calls.append(Call("self", bound.attr, stack, node.lineno))
+            if self.calls_only:
+                return
             if func.id in _SCALARS and len(node.args) == 1:
                 self._readback(node, node.args[0], f"{func.id}()", stack, scalar=True)
             elif func.id in _ITERATING:

@@ -67,6 +67,15 @@ def test_new_functions_and_nested_classes_count_and_comments_do_not(branch):
         "vllm.v1.worker.new_runner", "run", 1)
 
 
+
+def test_a_name_defined_twice_is_compared_with_each_definition(tmp_path):
+    prop = ("class Held:\n    @property\n    def size(self):\n        return 1\n\n"
+            "    @size.setter\n    def size(self, value):\n        self.n = value\n")
+    (tmp_path / "before.py").write_text(prop)
+    (tmp_path / "after.py").write_text(prop.replace("return 1", "return 2"))
+    # the getter changed, the setter did not
+    assert changed_functions(tmp_path / "after.py", tmp_path / "before.py") == [("Held.size", 3)]
+
 def _unit(tree, status=PASS):
     file = str(tree / BASE)
     return LevelResult("unit", status, duration_s=2.0, cases=[
