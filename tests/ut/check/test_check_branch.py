@@ -5,6 +5,7 @@ Each test runs the real unit level (a child importing vLLM: about a minute on 2 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -91,6 +92,40 @@ def test_update_states_helper_branch_fails_the_unit_level_and_is_untouched_witho
     assert doc["levels"]["unit"]["code"]["tree"] is None
     passing = {c["name"] for c in doc["levels"]["unit"]["cases"] if c["passed"]}
     assert {"probes.update_states[async]", "probes.update_states[sync]"} <= passing
+
+def test_a_changed_method_no_probe_runs_is_not_tested_and_alone_a_unit_error(
+        vllm_branch, edit_method, tmp_path):
+    """A readback added in ``_prepare_input_ids`` (a helper of the step no probe calls) passes
+    every probe; traced in the child, it is a NOT TESTED case at its line and, with no serve
+    level to run it, the unit level is ERROR (exit 2). ``_update_states``, changed too, is run by
+    its probe and not named."""
+    def two_changes(pkg):
+        edit_method(pkg / RUNNER, "GPUModelRunner", "_prepare_input_ids",
+                    prepend=["self.last_first_token = self.input_ids.gpu[:1].tolist()"])
+        edit_method(pkg / RUNNER, "GPUModelRunner", "_update_states",
+                    prepend=["self.last_first_token = None"])
+
+    root = vllm_branch("unprobed_helper", two_changes)
+    runner = root / "vllm" / RUNNER
+    line = runner.read_text().splitlines().index("    def _prepare_input_ids(") + 1
+    done, doc = _check(["--levels", "unit", "--source", str(root), "--trust-source"], tmp_path,
+                       tmp_path / "r")
+    assert done.returncode == 2, done.stdout + done.stderr
+    unit = doc["levels"]["unit"]
+    assert unit["status"] == "error"
+    assert unit["reason"] == (f"error: changed code not run by any unit probe: {runner}:{line} "
+                              "GPUModelRunner._prepare_input_ids; the serve level did not run to "
+                              "cover it")
+    assert all(c["passed"] for c in unit["cases"] if c["name"].startswith("probes."))
+    [case] = [c for c in unit["cases"] if c.get("skipped")]
+    assert (case["name"], case["file"], case["line"]) == ("GPUModelRunner._prepare_input_ids",
+                                                          str(runner), line)
+    assert case["detail"].endswith(":GPUModelRunner._prepare_input_ids: not run by any unit probe")
+    assert re.search(r"\n +GPUModelRunner\._prepare_input_ids +NOT TESTED +vllm\.", done.stdout)
+    junit = (tmp_path / "r" / "junit.xml").read_text()
+    assert ('<skipped message="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids: '
+            'not run by any unit probe"') in junit
+
 
 def test_check_in_a_folder_holding_vllm_imports_nothing_from_it(tmp_path):
     """A fake vllm/ (layout of a tree, an __init__ that leaves a marker) where check runs."""
