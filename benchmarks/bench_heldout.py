@@ -17,7 +17,10 @@ release ``before`` gone or fixed in the next release ``after``) is judged like a
 releases' trees (the sweep's extracted wheels, or the wheels extracted again into
 ``<cache>/heldout-attn/`` when the pair's paths reach beyond what the sweep keeps) are scanned
 with the pair's paths and profile, ``before`` standing for the parent and ``after`` for the fix.
-Failing sites of the commit and pair trees that no label names are counted apart
+A commit of another repository (a vLLM hardware plugin: ``repository = "OWNER/NAME"``, split 8)
+comes from its local mirror under ``--mirrors`` (``<dir>/OWNER+NAME/repo``, as ``fetch`` lays them
+out); the packages its ``paths`` lie in are extracted whole and its ``paths`` scanned with its
+``profile``. Failing sites of the commit and pair trees that no label names are counted apart
 (``unlabelled``; summary key ``unlabelled_commit_sites``): judging them after the fact would not
 be held out. Prints a table, writes benchmarks/results/<split>-<tag>.json and, with --write,
 results.toml next to the labels file (the figures the test checks).
@@ -25,6 +28,8 @@ results.toml next to the labels file (the figures the test checks).
     .venv/bin/python benchmarks/bench_heldout.py --git /path/to/vllm-ascend [--write] [--tag after]
         [--labels tests/data/scan/heldout2/labels.toml]
     .venv/bin/python benchmarks/bench_heldout.py --labels tests/data/scan/heldout3/labels.toml
+    .venv/bin/python benchmarks/bench_heldout.py --mirrors /work/.mirror \
+        --labels tests/data/scan/heldout8/labels.toml
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--git", default=os.environ.get("SYNCGATE_ASCEND_GIT", ""),
                         help="a clone (or bare repository) of vllm-ascend")
+    parser.add_argument("--mirrors", type=Path, default=Path(os.environ.get("SYNCGATE_MIRRORS", "")),
+                        help="the folder of other repositories' mirrors (OWNER+NAME/repo)")
     parser.add_argument("--tag", default="after", help="which scanner this is (results key)")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--no-in-sample", action="store_true")
@@ -79,7 +86,11 @@ def main() -> int:
     args = parser.parse_args()
     labels = read_toml(args.labels)
     rows: list[dict[str, Any]] = []
-    commit_rows = [_commit(args.git, c) for c in labels.get("commit", [])] if args.git else []
+    commit_rows = []
+    for commit in labels.get("commit", []):
+        git = _repository(commit, args.git, args.mirrors)
+        if git:
+            commit_rows.append(_commit(git, commit))
     for site_rows in [*commit_rows, *(_pair(p) for p in labels.get("pair", []))]:
         rows.extend(site_rows)
     release_rows = [_release(r) for r in labels.get("release", [])]
@@ -112,13 +123,39 @@ def _in_sample() -> dict[str, Any]:
     return totals(scores)
 
 
-def _tree(git: str, rev: str, extra: list[str]) -> Path:
-    # the extra paths are part of the key: the same commit extracted with other paths differs
-    extras = "".join(f"+{p.replace('/', '.')}" for p in extra)
-    dest = user_cache_dir() / "heldout" / f"{rev}-{len(TREE)}{extras}"
+def _repository(commit: dict[str, Any], ascend_git: str, mirrors: Path) -> str:
+    """The git directory a commit comes from: ``--git`` for vllm-ascend's, the mirror of its
+    ``repository`` for another's; "" when it is not here (its rows are left out)."""
+    name = commit.get("repository", "")
+    if not name:
+        return ascend_git
+    git = mirrors / name.replace("/", "+") / "repo"
+    if not git.is_dir():
+        print(f"bench_heldout: no mirror of {name} at {git}; its commit is left out", file=sys.stderr)
+        return ""
+    return str(git)
+
+
+def _members(commit: dict[str, Any]) -> tuple[str, ...]:
+    """What is extracted of a commit: vllm-ascend's runner packages plus its paths, or for
+    another repository the whole packages its paths lie in (the scan follows their imports)."""
+    paths = _paths(commit)
+    if not commit.get("repository"):
+        return (*TREE, *(p for p in paths if p not in TREE))
+    return tuple(sorted({p.split("/")[0] for p in paths}))
+
+
+def _tree(git: str, rev: str, members: tuple[str, ...]) -> Path:
+    # the members are part of the key: the same commit extracted with other paths differs
+    if members[:len(TREE)] == TREE:  # the key vllm-ascend's trees have always had
+        key = "".join(f"+{p.replace('/', '.')}" for p in members[len(TREE):])
+        dest = user_cache_dir() / "heldout" / f"{rev}-{len(TREE)}{key}"
+    else:
+        key = hashlib.sha256("\0".join(members).encode()).hexdigest()[:8]
+        dest = user_cache_dir() / "heldout" / f"{rev}-{key}"
     if dest.is_dir():
         return dest
-    listed = subprocess.run(["git", "-C", git, "ls-tree", "--name-only", rev, *TREE, *extra],
+    listed = subprocess.run(["git", "-C", git, "ls-tree", "--name-only", rev, *members],
                             check=True, capture_output=True, text=True).stdout.split()
     archive = subprocess.run(["git", "-C", git, "archive", "--format=tar", rev, *listed],
                              check=True, capture_output=True).stdout
@@ -136,7 +173,7 @@ def _scan(root: Path, commit: dict[str, Any]) -> dict:
     if commit.get("base"):
         project, _, version = commit["base"].partition("==")
         base = release_root(find(project, version))
-    return scan_tree(root, _paths(commit), "npu", base).sites
+    return scan_tree(root, _paths(commit), commit.get("profile", "npu"), base).sites
 
 
 def _paths(commit: dict[str, Any]) -> tuple[str, ...]:
@@ -159,14 +196,14 @@ def _item_name(commit: dict[str, Any]) -> str:
 
 
 def _commit(git: str, commit: dict[str, Any]) -> list[dict[str, Any]]:
-    extra = [p for p in _paths(commit) if p not in TREE]
+    members = _members(commit)
     started = time.perf_counter()
-    before_root = _tree(git, commit["parent"], extra)
-    after_root = _tree(git, commit["sha"], extra)
+    before_root = _tree(git, commit["parent"], members)
+    after_root = _tree(git, commit["sha"], members)
     before = (before_root, _scan(before_root, commit))
     after = (after_root, _scan(after_root, commit))
-    rows = _judge(_item_name(commit), "commit", commit["site"], before, after,
-                  "vllm-ascend")
+    project = commit.get("repository", "vllm-ascend").rpartition("/")[2]
+    rows = _judge(_item_name(commit), "commit", commit["site"], before, after, project)
     rows[0]["seconds"] = round(time.perf_counter() - started, 1)
     return rows
 
