@@ -99,11 +99,13 @@ def build_parser(names: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     # only the named subcommand's module is imported: `syncgate annotate` runs on a CI host
     # without the gate's dependencies (torch, psutil), the way the container workflow runs it
     parser = build_parser([argv[0]] if argv and argv[0] in COMMANDS else COMMANDS)
     args = parser.parse_args(argv)
+    args.process_command = not given  # the process's own command line: it ends with it
     try:
         return int(args._run(args))
     except SyncgateError as exc:

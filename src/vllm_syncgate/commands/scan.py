@@ -6,6 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from vllm_syncgate.ci_summary import append_summary, summary_path
@@ -14,6 +15,7 @@ from vllm_syncgate.errors import EXIT_OK
 from vllm_syncgate.escaping import terminal
 from vllm_syncgate.profiles import DEVICES
 from vllm_syncgate.reportfiles import write_all
+from vllm_syncgate.scan.memory import left_to_exit
 from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
 from vllm_syncgate.scan.report import FORMATS, to_github, to_json, to_markdown, to_sarif, to_text
 from vllm_syncgate.scan.sources import FileBudget
@@ -93,11 +95,14 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
 
 def run(args: argparse.Namespace) -> int:
     profile, device = _profile_or_device(args)
-    project = scan_project(ScanRequest(
-        args.paths, args.entry, budget=args.budget, profile=profile, device=device,
-        baseline=args.baseline, write_baseline=args.write_baseline, patterns=args.patterns,
-        file_budget=FileBudget(args.max_file_bytes, args.max_file_depth, args.max_file_seconds),
-        strict=args.strict))
+    # as the process's own command, the scan's garbage is left to the exit (scan/memory.py)
+    with left_to_exit() if getattr(args, "process_command", False) else nullcontext():
+        project = scan_project(ScanRequest(
+            args.paths, args.entry, budget=args.budget, profile=profile, device=device,
+            baseline=args.baseline, write_baseline=args.write_baseline, patterns=args.patterns,
+            file_budget=FileBudget(args.max_file_bytes, args.max_file_depth,
+                                   args.max_file_seconds),
+            strict=args.strict))
     result = project.result
     if args.format != "text":  # text prints them first
         for line in project.header():
