@@ -254,9 +254,11 @@ def unit_coverage(levels: Sequence[LevelResult]) -> list[LevelResult]:
     level's NOT TESTED cases): never a plain PASS for changed code no level ran. Such a function
     is covered when the serve level ran its scenarios and did not name it NOT TESTED itself (its
     served runner runs it); a passing unit level with any not covered is ERROR (exit 2) naming
-    them, else it stays PASS and says how many were covered by serve. A failing unit level stays
-    FAIL, as a failing serve level does. ``levels`` is not changed (the verdict cache keeps the
-    unit level as it ran, to be judged again with the serve level of the next run)."""
+    them, else it stays PASS and says how many were covered by serve. When another level failed
+    the check fails anyway (exit 1, not 2): the unit level stays PASS and says what it left
+    unjudged. A failing unit level stays FAIL, as a failing serve level does. ``levels`` is not
+    changed (the verdict cache keeps the unit level as it ran, to be judged again with the serve
+    level of the next run)."""
     unit = next((lv for lv in levels if lv.name == "unit"), None)
     unprobed = [] if unit is None or unit.status != PASS else [c for c in unit.cases if c.skipped]
     if unit is None or not unprobed:
@@ -266,7 +268,13 @@ def unit_coverage(levels: Sequence[LevelResult]) -> list[LevelResult]:
         (Path(c.file).resolve(), c.name.split(" ", 1)[0]) for c in serve.cases if c.skipped and c.file}
     uncovered = [c for c in unprobed
                  if serve is None or (Path(c.file or "").resolve(), c.name) in left]
-    if uncovered:
+    failed = any(lv.status == FAIL for lv in levels if lv is not unit)
+    if uncovered and failed:  # the check fails anyway: exit 1 (the gate found a problem), not 2
+        n = len(uncovered)
+        judged = replace(unit, reason=(
+            f"{n} changed method{'' if n == 1 else 's'} not run here nor by serve, not judged: "
+            "another level failed first"))
+    elif uncovered:
         judged = replace(unit, status=ERROR, reason=(
             "error: changed code not run by any unit probe: "
             + "; ".join(f"{c.file}:{c.line} {c.name}" for c in uncovered)

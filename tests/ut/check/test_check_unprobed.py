@@ -93,11 +93,22 @@ def test_without_a_serve_level_an_unprobed_change_is_a_unit_error_naming_it(bran
     assert unit.reason == (f"error: changed code not run by any unit probe: {tree / BASE}:10 "
                            "GPUModelRunner._to_list; the serve level did not run to cover it")
     assert raw[1].status == PASS  # the run's own list is kept for the verdict cache
-    [_, unit, _] = unit_coverage([LevelResult("scan", FAIL), _unit(tree),
-                                  LevelResult("serve", NOT_RUN)])
-    assert unit.status == ERROR
     cant_start = LevelResult("serve", ERROR, "error: the tree does not import")
     assert unit_coverage([_unit(tree), cant_start])[0].status == ERROR
+
+
+def test_after_another_level_failed_an_unprobed_change_leaves_the_check_failing_not_errored(
+        branch):
+    """The scan failed and the serve level was not run: the check fails (exit 1) whatever the
+    unprobed change does; the unit level says what it left unjudged instead of turning the
+    verdict into an error (exit 2)."""
+    _, tree, _ = branch
+    judged = unit_coverage([LevelResult("scan", FAIL), _unit(tree), LevelResult("serve", NOT_RUN)])
+    unit = judged[1]
+    assert unit.status == PASS
+    assert unit.reason == ("1 changed method not run here nor by serve, not judged: another "
+                           "level failed first")
+    assert not errored(judged)
 
 
 def test_a_serve_level_that_ran_covers_it_unless_it_names_it_not_tested(branch):
