@@ -60,6 +60,9 @@ from vllm_syncgate.scan.values import (
 )
 
 Node = tuple[ClassInfo | None, FunctionInfo]
+# devices whose tensors torch's ``__setitem__`` hands a Python number on the host (CUDA; the
+# CPU's own): ``x[mask] = 0`` is a ``masked_fill_`` there (ScanConfig.host_scalar_fill)
+_HOST_SCALAR_FILL = ("cuda", "cpu")
 
 
 @dataclass(frozen=True)
@@ -151,16 +154,20 @@ def scan(
     budget: FileBudget | None = None,
     cache_dir: Path | None = None,
     dispatch: Sequence[str] = (),
+    device: str = "",
 ) -> ScanResult:
     """Scan ``paths``; ``entries`` (``Class.method`` or ``method``) replace the default entries
     (the runners' steps and the model forward's roots). ``dispatch`` is the budget's: which of
-    an op class's per-platform methods the device runs.
+    an op class's per-platform methods the device runs. ``device`` (``cuda``, ``npu``, ``cpu``;
+    "" when unknown) decides the rules whose blocking differs by device.
 
     With ``cache_dir``, an unchanged tree's result is read back instead (:mod:`.cache`).
     """
     config = config or load_config()
     if dispatch:
         config = replace(config, op_dispatch=tuple(dispatch))  # part of the cache key
+    if device in _HOST_SCALAR_FILL:
+        config = replace(config, host_scalar_fill=True)
     if not config.config_sources:  # the scanned release's own config defaults, if it has one
         config = replace(config, config_sources=tree_config_sources(paths))
     budget = budget or FileBudget()

@@ -75,6 +75,10 @@ class ScanConfig:
     device_records: Patterns = field(default_factory=lambda: Patterns(()))
     forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
     layer_modules: Patterns = field(default_factory=lambda: Patterns(()))
+    # torch's ``__setitem__`` keeps a Python number on the host for this device's tensors, so
+    # ``x[mask] = 0`` is a ``masked_fill_`` (CUDA, and the CPU), not an ``index_put_`` that
+    # reads the mask back: set by :func:`vllm_syncgate.scan.callgraph.scan` from the device
+    host_scalar_fill: bool = False
     # an op class's methods the device runs, first defined wins: the budget's ``dispatch``
     # (``forward_oot`` on Ascend), set by :func:`vllm_syncgate.scan.callgraph.scan`
     op_dispatch: tuple[str, ...] = ()

@@ -153,7 +153,7 @@ def scan_tree(root: Path, paths: tuple[str, ...], profile: str, base: Path | Non
         scanned.append(str(base / "vllm" / "v1" / "worker"))
     started = time.perf_counter()
     result = scan(scanned, entries=entries, allow=allow_rules(profile),
-                  dispatch=load_budgets(builtin_budget_path(profile)).dispatch)
+                  dispatch=load_budgets(builtin_budget_path(profile)).dispatch, device=profile)
     seconds = time.perf_counter() - started
     sites: dict[tuple[str, int], list[Finding]] = {}
     own = str(root.resolve())

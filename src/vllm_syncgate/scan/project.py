@@ -140,7 +140,7 @@ def scan_project(request: ScanRequest) -> ProjectScan:
     result = scan(request.paths, entries=request.entries or settings.values.get("entry", ()),
                   allow=rules, config=load_config(patterns) if patterns else None,
                   budget=request.file_budget, cache_dir=scan_cache_dir(),
-                  dispatch=load_budgets(budget_path).dispatch)
+                  dispatch=load_budgets(budget_path).dispatch, device=device)
     unread_files = {p.file for p in [*result.problems, *result.skipped]}
     scanned = [display for _, display in collect_files(list(request.paths))
                if display not in unread_files]

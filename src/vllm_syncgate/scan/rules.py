@@ -61,6 +61,7 @@ from vllm_syncgate.scan.values import (
     Place,
     ValueModel,
     constructed_kind,
+    copies_to_host,
     is_none,
     is_true,
     keyword,
@@ -92,6 +93,10 @@ def syncing_ops() -> tuple[frozenset[str], dict[str, str]]:
 _GP = "../shared/reference/gpu-physics.md"
 # Why each rule's site blocks the host: (piece of the API label, explanation), first match wins.
 _WHY = (
+    ("__setitem__(bool mask)", "index_put_ turns the boolean mask into the indices of its true "
+                               "elements (nonzero), so the host reads their count first "
+                               f"({_GP} §1: torch.nonzero 8.00 ms behind an 8 ms kernel); "
+                               "only CUDA fills a Python number with masked_fill_ instead"),
     ("bool mask", f"the result's size depends on device values, so the host reads them first "
                   f"({_GP} §1: x[x > 3] 8.10 ms behind an 8 ms kernel)"),
     ("from a gather", "indexing with a list or an array of rows gathers them into a new tensor "
@@ -281,6 +286,9 @@ class FunctionWalker:
                     ):
                         annotation = node.annotation if isinstance(node, ast.AnnAssign) else None
                         self._assignment(target.attr, node.value, stack, annotation)
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._mask_store(target, node.value, stack)
             for field in ("test", "iter", "value", "targets", "target", "exc", "msg", "subject"):
                 child = getattr(node, field, None)
                 for expr in child if isinstance(child, list) else [child]:
@@ -354,7 +362,7 @@ class FunctionWalker:
         elif (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
-            and self.values.is_mask(node.slice)
+            and self._is_mask(node.slice)
             and self.values.place(node.value) is Place.DEVICE
         ):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
@@ -369,6 +377,36 @@ class FunctionWalker:
                         self._expr(condition, stack)
                 elif isinstance(child, ast.keyword):
                     self._expr(child.value, stack)
+
+    def _mask_store(self, target: ast.expr, value: ast.expr,
+                    stack: tuple[Condition, ...]) -> None:
+        """``x[mask] = v``, ``x[~done, ...] = 0``: ``index_put_`` turns a boolean mask into the
+        indices of its true elements (``nonzero``), whose count the host reads back before it
+        can size them, when the mask or ``x`` is on the device. CUDA's ``__setitem__`` keeps a
+        Python number on the host and ``index_put_`` fills it with ``masked_fill_`` instead (no
+        read): on such a device (``ScanConfig.host_scalar_fill``) only a device value counts."""
+        if not isinstance(target, ast.Subscript) or not self.sites_enabled or self.calls_only:
+            return
+        index = target.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        masks = [p for p in parts if self._is_mask(p)]
+        values = self.values
+        if not masks or not (values.place(target.value) is Place.DEVICE
+                             or any(values.place(m) is Place.DEVICE for m in masks)):
+            return
+        if self.config.host_scalar_fill and values.place(value) is not Place.DEVICE:
+            return  # masked_fill_ of a number (or a one-element host tensor) reads nothing
+        self._site(target, SyncKind.BLOCKING_READBACK, "Tensor.__setitem__(bool mask)", stack)
+
+    def _is_mask(self, index: ast.expr) -> bool:
+        """A boolean mask used as an index: what the value model calls one, a slice of one
+        (``done[:n]``), or the ``~`` of any tensor (bitwise-not of integer indices would give
+        negative ones: in an index, ``~t`` is a logical not, ``x[~has_state]``)."""
+        while isinstance(index, ast.Subscript):
+            index = index.value
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+            return not isinstance(index.operand, ast.Constant)
+        return self.values.is_mask(index)
 
     def _record(self, how: str, name: str, node: ast.Call, stack: tuple[Condition, ...]) -> None:
         self.facts.calls.append(Call(how, name, stack, node.lineno, node))
@@ -590,11 +628,30 @@ class FunctionWalker:
             self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(device, dtype change)", stack)
             return
         target = self._target_param(node) if api.startswith("Tensor.to") else ""
-        if values.pin(source) is Pin.PAGEABLE:
+        pin = values.pin(source)
+        if pin is Pin.PAGEABLE:
             self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack, target=target)
+        elif pin is Pin.UNKNOWN and (param := self._host_copy_of_param(source)) is not None:
+            # q = probs.cpu(); q.npu(): pageable where a caller passes a device ``probs``
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack,
+                       known=False, param=param, host=True, target=target)
         elif not values.contiguous(source):
             self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a strided view", stack,
                        target=target)
+
+    def _host_copy_of_param(self, source: ast.expr) -> str | None:
+        """The parameter ``p`` when ``source`` is ``p.cpu()`` / ``p.to("cpu")`` (of a value
+        derived from ``p``), directly or through a local bound only to such a copy (bindings on
+        the device aside: ``q = q.npu()``): a new pageable tensor where a caller passes a device
+        ``p``, ``p`` itself where it passes a host one."""
+        if isinstance(source, ast.Name):
+            bound = [v for v, how in self.values.bound_to(source.id)
+                     if how is None and v is not None and self.values.place(v) is not Place.DEVICE]
+            params = {self._host_copy_of_param(v) for v in bound if not isinstance(v, ast.Name)}
+            return params.pop() if len(params) == 1 else None
+        if isinstance(source, ast.Call) and copies_to_host(source):
+            return self.values.param(source.func.value)  # type: ignore[attr-defined]
+        return None
 
     def _target_param(self, node: ast.Call) -> str:
         """The parameter ``t`` of ``x.to(device=t.device)`` / ``x.to(t.device)``: "" otherwise."""

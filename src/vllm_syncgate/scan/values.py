@@ -145,6 +145,14 @@ def targets_cpu(call: ast.Call) -> bool:
     return False
 
 
+def copies_to_host(call: ast.Call) -> bool:
+    """``x.cpu()``, ``x.to("cpu")``: ``x`` copied into new host memory (``x`` itself when it is
+    on the host already)."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and (
+        (func.attr == "cpu" and not call.args) or (func.attr == "to" and targets_cpu(call)))
+
+
 def is_dtype(node: ast.expr) -> bool:
     """``torch.int32``, ``np.float16``, ``x.dtype``, a name with "dtype" in it: a dtype."""
     name = dotted(node)
@@ -282,7 +290,8 @@ class ValueModel:
                 collected.setdefault(name, []).append(place)
                 timeline.setdefault(name, []).append((binding_end(value, line), place))
                 if value is not None and element is None:
-                    pins.setdefault(name, []).append(self.pin(value))
+                    if place is not Place.DEVICE:  # q = q.npu(): the host copy's pin stays
+                        pins.setdefault(name, []).append(self.pin(value))
                     dtypes.setdefault(name, []).append(self.dtype(value))
                     kind = constructed_kind(value)
                     if kind:
@@ -383,6 +392,11 @@ class ValueModel:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "pin_memory":
                 return Pin.PINNED
+            if copies_to_host(node):
+                # x.cpu() of a device tensor: a new tensor in pageable memory; of a host one: x
+                place = self.place(func.value)  # type: ignore[attr-defined]
+                return self.pin(func.value) if place is Place.HOST else (  # type: ignore[attr-defined]
+                    Pin.PAGEABLE if place is Place.DEVICE else Pin.UNKNOWN)
             if (isinstance(func, ast.Attribute) and func.attr == "to" and not moves_to_device(node)
                     and not targets_cpu(node) and self.place(func.value) is Place.HOST):
                 return Pin.PAGEABLE  # x.to(dtype): a converted copy in pageable memory
