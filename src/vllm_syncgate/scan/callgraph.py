@@ -49,6 +49,7 @@ from vllm_syncgate.scan.sources import (
     walk,
 )
 from vllm_syncgate.scan.values import (
+    Arguments,
     Facts,
     Pin,
     Place,
@@ -286,6 +287,7 @@ class _Analysis:
         self._defaults.update(id(c) for c in _layer_chosen(index))
         # pass 1: attribute facts from every ``self.x = ...`` in every method (no facts yet)
         learn = self._walker(Facts(), None)
+        learn.values.records = True  # self.x = meta.seq_lens[:n]: a device record's field
         assignments: list[Assignment] = []
         owned: dict[tuple[int, str], list[Assignment]] = {}
         setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
@@ -308,6 +310,10 @@ class _Analysis:
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
+        settled = _settle_copies(index, config, owned)
+        if settled:
+            owned = {k: [settled.get(id(a), a) for a in g] for k, g in owned.items()}
+            assignments = [settled.get(id(a), a) for a in assignments]
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
         facts.annotated = _annotated_fields(index)
@@ -327,6 +333,7 @@ class _Analysis:
         self._setter_presence(facts, setters)
         # one memo of helpers' return values for the walks and the call-site judgements
         returns = _ReturnPlaces(index, config, facts)
+        facts.stored = _StoredFields(index, config, facts, returns)
         self._walker_with_facts = self._walker(facts, returns)
         self._arguments = ValueModel(config, facts, returns)
         self._facts: dict[int, FunctionFacts] = {}
@@ -672,7 +679,9 @@ class _Analysis:
         site reads one) lives, and which caller it is.
 
         Any call passing a device value decides (it names that caller); a caller's own parameter
-        passed on is followed one step further up the path; a record the caller builds
+        passed on is followed one step further up the path, whose answer wins over what the
+        caller alone says (its annotation, a record field's usual residence); a record the
+        caller builds
         (``Meta(seq_lens=self.seq_lens.gpu[:n])``) gives its field the residence of what is
         stored in it.
         """
@@ -704,9 +713,10 @@ class _Analysis:
             if field and stored is None:
                 upper_field = upper_field or field  # the record passed on: the same field
             where = f"{caller.qualname} (line {call.line})"
-            if place is Place.UNKNOWN and name:
-                place, upper = self._argument(path[:-1], name, upper_field)
-                where = upper or where
+            if name:  # the caller's own parameter passed on: its callers know better
+                upper_place, upper = self._argument(path[:-1], name, upper_field)
+                if upper_place is not Place.UNKNOWN:
+                    place, where = upper_place, upper or where
             places.append((place, where))
         device = next((w for p, w in places if p is Place.DEVICE), None)
         if device is not None:
@@ -787,8 +797,7 @@ class _Analysis:
         if site.param:
             # a parameter read back: the callers' arguments say where it lives, before its name
             passed, caller = self._argument(path, site.param, site.field)
-            if site.field and any(_tests_host_twin(c, site.param, self.config)
-                                  for c in site.conditions):
+            if any(_tests_host_twin(c, site, self.config) for c in site.conditions):
                 # meta.seq_lens.cpu() under `meta.seq_lens_cpu is None`: the fallback for a
                 # host copy the runner fills by default, not a read of the default path
                 passed, known = Place.UNKNOWN, False
@@ -862,26 +871,41 @@ class _ReturnPlaces:
         self.index = index
         self.config = config
         self.facts = facts
-        self._cache: dict[tuple[int, int | None], Place] = {}
+        self._cache: dict[tuple, tuple[Place, set[str]]] = {}
         self._pins: dict[tuple[int, int], Pin] = {}
-        self._active: set[tuple[int, int | None]] = set()
+        self._active: set[tuple] = set()
 
-    def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
+    def __call__(self, context: object, call: ast.Call, element: int | None,
+                 caller: ValueModel | None = None) -> Place:
         target = self._target(context, call) if isinstance(context, FunctionInfo) else None
         if target is None:
             return Place.UNKNOWN
         key = (id(target), element)
+        place, asked = self._place(target, element, key, None)
+        if not asked or caller is None or place is Place.HOST:
+            return place
+        # the result depends on parameters: judge the helper for this call's arguments
+        # (``_pad(x, lens.cpu())`` returns a host tensor made ``device=lens.device``)
+        passed = _passed(target, call, caller)
+        known = tuple(sorted((p, passed(p)) for p in asked))
+        if not any(place is Place.HOST for _, place in known):
+            return place  # only a host argument turns an unknown or device result around
+        return self._place(target, element, (*key, known), passed)[0]
+
+    def _place(self, target: FunctionInfo, element: int | None, key: tuple,
+               arguments: Arguments | None) -> tuple[Place, set[str]]:
+        """(place, the parameters it needed), memoised per ``key``."""
         if key in self._cache:
             return self._cache[key]
         if key in self._active or len(self._active) >= self._MAX_DEPTH:
-            return Place.UNKNOWN  # recursion, or too deep to be worth it
+            return Place.UNKNOWN, set()  # recursion, or too deep to be worth it
         self._active.add(key)
         try:
-            place = self._compute(target, element)
+            found = self._compute(target, element, arguments)
         finally:
             self._active.discard(key)
-        self._cache[key] = place
-        return place
+        self._cache[key] = found
+        return found
 
     def pin(self, context: object, call: ast.Call) -> Pin:
         """``buf = self._make_buffer()``: the pinning of what the helper allocates and returns."""
@@ -910,22 +934,149 @@ class _ReturnPlaces:
             return self.index.lookup(caller.owner, func.attr)
         return None
 
-    def _compute(self, target: FunctionInfo, element: int | None) -> Place:
+    def _compute(self, target: FunctionInfo, element: int | None,
+                 arguments: Arguments | None) -> tuple[Place, set[str]]:
         model = ValueModel(self.config, self.facts, self)
         model.bind_function(target.node, target)
         model.trust_annotations = False
+        model.arguments = arguments
         places = set()
         for value in _returned_values(target.node.body):
             if element is not None and isinstance(value, ast.Tuple):
                 value = value.elts[element] if element < len(value.elts) else None
             elif element is not None and isinstance(value, ast.Call):
-                places.add(self(target, value, element))
+                places.add(self(target, value, element, model))
                 continue
             elif element is not None:
-                return Place.UNKNOWN  # a tuple built elsewhere: not followed
+                return Place.UNKNOWN, model.asked  # a tuple built elsewhere: not followed
             if value is not None and not is_none(value):
                 places.add(model.place(value))
-        return places.pop() if len(places) == 1 else Place.UNKNOWN
+        return (places.pop() if len(places) == 1 else Place.UNKNOWN), model.asked
+
+
+def _passed(target: FunctionInfo, call: ast.Call, caller: ValueModel) -> Arguments:
+    """Where ``call``'s argument for each parameter of ``target`` lives, in the caller."""
+    args = target.node.args
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if target.owner is not None and params[:1] in (["self"], ["cls"]):
+        params = params[1:]  # self.helper(...)
+    positional: dict[str, ast.expr] = {}
+    for name, value in zip(params, call.args, strict=False):
+        if isinstance(value, ast.Starred):
+            break
+        positional[name] = value
+
+    def place(param: str) -> Place:
+        value = keyword(call, param) or positional.get(param)
+        return caller.place(value) if value is not None else Place.UNKNOWN
+
+    return place
+
+
+class _StoredFields:
+    """Where the values stored in a record's field live, by field name: every scanned
+    construction of a record class (NamedTuple, dataclass; nested ones too) declaring that
+    field, by keyword or position, in the class's module and the modules importing it. A
+    builder stores a host tensor in ``ChunkedContext(chunk_seq_lens=...)``; the impl that
+    reads ``meta.prefill.chunked_context.chunk_seq_lens`` gets it. Computed per field name
+    on first use; constructions that disagree say nothing, one of unknown residence (a field
+    passed on from another record) is left out (but makes the pinning unknown)."""
+
+    def __init__(self, index: SourceIndex, config: ScanConfig, facts: Facts,
+                 returns: _ReturnPlaces) -> None:
+        self.index = index
+        self.config = config
+        self.facts = facts
+        self.returns = returns
+        self._models: dict[int, ValueModel] = {}  # a constructing function's locals, once
+        self._declared: dict[str, list[tuple[str, int, SourceModule, str]]] | None = None
+        self._importers: dict[tuple[str, str], list[SourceModule]] | None = None
+        self._calls: dict[int, dict[str, list[tuple[FunctionInfo, ast.Call]]]] = {}
+        self._texts: dict[int, str] = {}
+        self._done: dict[str, tuple[Place, Pin]] = {}
+
+    def __call__(self, name: str) -> tuple[Place, Pin]:
+        found = self._done.get(name)
+        if found is not None:
+            return found
+        self._done[name] = (Place.UNKNOWN, Pin.UNKNOWN)  # a field stored from itself
+        places: set[Place] = set()
+        pins: set[Pin] = set()
+        for record, position, module, top in self._records().get(name, []):
+            for function, call in self._constructions(record, module, top):
+                value = keyword(call, name)
+                if value is None and position < len(call.args) and not any(
+                        isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+                    value = call.args[position]
+                if value is None or is_none(value):
+                    continue
+                model = self._models.get(id(function))
+                if model is None:
+                    model = self._models[id(function)] = ValueModel(self.config, self.facts,
+                                                                    self.returns)
+                    model.bind_function(function.node, function)
+                places.add(model.place(value))
+                if len(places - {Place.UNKNOWN}) > 1:
+                    return (Place.UNKNOWN, Pin.UNKNOWN)  # constructions disagree: stop here
+                pins.add(model.pin(value))
+        places.discard(Place.UNKNOWN)  # a field passed on from another record says nothing
+        found = (places.pop() if len(places) == 1 else Place.UNKNOWN,
+                 pins.pop() if len(pins) == 1 else Pin.UNKNOWN)
+        self._done[name] = found
+        return found
+
+    def _records(self) -> dict[str, list[tuple[str, int, SourceModule, str]]]:
+        """field name -> (record class, the field's position, its module, the top-level class
+        that holds it) for each scanned record class declaring it."""
+        if self._declared is None:
+            self._declared = {}
+            for cls in self.index.classes:
+                stack = [cls.node]
+                while stack:
+                    node = stack.pop()
+                    stack.extend(n for n in node.body if isinstance(n, ast.ClassDef))
+                    if not is_record(node):
+                        continue
+                    fields = [item.target.id for item in node.body if isinstance(item, ast.AnnAssign)
+                              and isinstance(item.target, ast.Name)]
+                    for position, field_name in enumerate(fields):
+                        self._declared.setdefault(field_name, []).append(
+                            (node.name, position, cls.module, cls.name))
+        return self._declared
+
+    def _constructions(self, record: str, module: SourceModule,
+                       top: str) -> list[tuple[FunctionInfo, ast.Call]]:
+        """``record(...)`` calls in ``module`` and in the modules importing ``top`` from it."""
+        if self._importers is None:
+            self._importers = {}
+            for other in self.index.modules:
+                for source in other.imports.values():
+                    self._importers.setdefault(source, []).append(other)
+        found = []
+        needle = f"{record}("
+        for where in dict.fromkeys([module, *self._importers.get((module.name, top), [])]):
+            text = self._texts.get(id(where))
+            if text is None:
+                text = self._texts[id(where)] = "\n".join(where.lines)
+            if needle in text:  # most importers only annotate with the record
+                found.extend(self._module_calls(where).get(record, []))
+        return found
+
+    def _module_calls(self, module: SourceModule) -> dict[str, list[tuple[FunctionInfo, ast.Call]]]:
+        """Calls in ``module``'s functions and methods, by the called name's last part."""
+        calls = self._calls.get(id(module))
+        if calls is None:
+            calls = self._calls[id(module)] = {}
+            functions = [f for f in self.index.functions.values() if f.module is module]
+            functions += [m for c in self.index.classes if c.module is module
+                          for m in c.methods.values()]
+            for function in functions:
+                for node in walk(function.node):
+                    if isinstance(node, ast.Call) and (node.keywords or node.args):
+                        leaf = dotted(node.func).rpartition(".")[2]
+                        if leaf:
+                            calls.setdefault(leaf, []).append((function, node))
+        return calls
 
 
 def _is_property(node: ast.AST) -> bool:
@@ -1050,21 +1201,106 @@ def _stored(values: ValueModel, passed: ast.expr, field: str) -> ast.expr | None
     return None
 
 
-def _tests_host_twin(condition: Condition, param: str, config: ScanConfig) -> bool:
-    """``if meta.seq_lens_cpu is not None: ... else: meta.seq_lens.cpu()``: a read guarded by
-    a None test of the record's host copy is the fallback for when that copy is missing."""
+def _tests_host_twin(condition: Condition, site: Site, config: ScanConfig) -> bool:
+    """``if meta.seq_lens_cpu is not None: ... else: meta.seq_lens.cpu()``, ``if cu_host is
+    None: cu_host = tuple(cu.tolist())``: a read guarded by a None test of its host copy (the
+    record's, or a host-named local or parameter named after the value read) is the fallback
+    for when that copy is missing."""
     test = condition.source
-    return not isinstance(test, str) and any(
-        isinstance(node, ast.Compare) and any(is_none(c) for c in node.comparators)
-        and isinstance(node.left, ast.Attribute) and isinstance(node.left.value, ast.Name)
-        and node.left.value.id == param and config.host.match(node.left.attr.lstrip("_"))
-        for node in walk(test))
+    if isinstance(test, str):
+        return False
+    names = tuple(f"{n}_" for n in (site.param, site.field) if n)
+    for node in walk(test):
+        if not (isinstance(node, ast.Compare) and any(is_none(c) for c in node.comparators)):
+            continue
+        left = node.left
+        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) \
+                and left.value.id == site.param and site.field \
+                and config.host.match(left.attr.lstrip("_")):
+            return True
+        if isinstance(left, ast.Name) and names and left.id.startswith(names) \
+                and config.host.match(left.id):
+            return True
+    return False
 
 
 def _describe(condition: Condition) -> str:
     blocked = condition.blocks
     tag = f" [{blocked.value}]" if blocked is not None else ""
     return f"L{condition.line}: {condition.text}{tag}"
+
+
+def _slot(node: ast.expr | None) -> tuple[str, str] | None:
+    """``self.x`` -> (x, ""), ``self.cache["k"]`` -> (cache, k): a read of another self slot."""
+    if node is not None and _self_attr(node):
+        return node.attr, ""  # type: ignore[union-attr]
+    if isinstance(node, ast.Subscript) and _self_attr(node.value) and isinstance(
+            node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value.attr, node.slice.value  # type: ignore[attr-defined]
+    return None
+
+
+def _self_attr(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id == "self"
+
+
+def _settle_copies(index: SourceIndex, config: ScanConfig,
+                   owned: dict[tuple[int, str], list[Assignment]]) -> dict[int, Assignment]:
+    """Stores of unknown residence that copy another slot of the same object take that slot's:
+    ``self.seq_lens = self.cache["seq_lens"]`` where the class only ever stores
+    ``self.cache["seq_lens"] = self.seq_lens`` after ``self.seq_lens = meta.seq_lens[:n]`` (a
+    builder reusing its last build) is a device tensor. A cycle of copies says nothing; any
+    other store of unknown residence keeps the slot unknown. Returns the settled assignments
+    by the id of the one they replace."""
+    classes = {id(c): c for c in index.classes}
+    keyed: dict[int, dict[tuple[str, str], list[tuple[FunctionInfo, ast.expr]]]] = {}
+    model = ValueModel(config, Facts())
+
+    def keyed_stores(owner: int, slot: tuple[str, str]) -> list[tuple[FunctionInfo, ast.expr]]:
+        if owner not in keyed:
+            keyed[owner] = {}
+            for method in classes[owner].methods.values():
+                for node in walk(method.node):
+                    if isinstance(node, ast.Assign):
+                        for target in node.targets:
+                            found = _slot(target)
+                            if found is not None and found[1]:
+                                keyed[owner].setdefault(found, []).append((method, node.value))
+        return keyed[owner].get(slot, [])
+
+    def places(owner: int, slot: tuple[str, str], seen: frozenset) -> set[Place]:
+        if (owner, slot) in seen:
+            return set()  # a cycle of copies
+        seen = seen | {(owner, slot)}
+        found: set[Place] = set()
+        if not slot[1]:
+            for assignment in owned.get((owner, slot[0]), []):
+                inner = _slot(assignment.value)
+                if assignment.place is Place.UNKNOWN and inner is not None:
+                    found |= places(owner, inner, seen)
+                else:
+                    found.add(assignment.place)
+            return found
+        for function, value in keyed_stores(owner, slot):
+            inner = _slot(value)
+            if inner is not None:
+                found |= places(owner, inner, seen)
+            else:
+                model.bind_function(function.node, function)
+                found.add(model.place(value))
+        return found
+
+    settled: dict[int, Assignment] = {}
+    for (owner, _attr), group in owned.items():
+        for assignment in group:
+            slot = _slot(assignment.value)
+            if assignment.place is not Place.UNKNOWN or slot is None or owner not in classes:
+                continue
+            known = places(owner, slot, frozenset())
+            if len(known) == 1 and Place.UNKNOWN not in known:
+                settled[id(assignment)] = replace(assignment, place=known.pop())
+    return settled
 
 
 def _attribute_facts(assignments: list[Assignment]) -> Facts:

@@ -23,14 +23,15 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations", "switched"),
-    "values": ("host", "device", "device_modules", "device_records"),
+    "values": ("host", "device", "device_modules", "device_records", "context_records"),
 }
 
 # Keys added after the first release: a config written before them stays valid.
 _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
-     "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched"}
+     "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched",
+     "context_records"}
 )
 
 
@@ -84,6 +85,8 @@ class ScanConfig:
     op_dispatch: tuple[str, ...] = ()
     # ``switch=glob``: values named by the glob exist only with the config switch's feature on
     switched: tuple[str, ...] = ()
+    # ``call.field``: that field of what ``call()`` returns holds device records (by layer)
+    context_records: tuple[str, ...] = ()
     # the scanned tree's own config modules (its defaults judge its switches), set by
     # :func:`vllm_syncgate.scan.callgraph.scan`; empty: the installed vLLM's
     config_sources: tuple[str, ...] = ()
@@ -111,6 +114,9 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
             if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
                 raise ConfigError(source, f"{table}.{key}", "must be a list of non-empty strings")
             values[key] = tuple(raw)
+    bad = next((v for v in values["context_records"] if not re.fullmatch(r"\w+\.\w+", v)), None)
+    if bad is not None:
+        raise ConfigError(source, "values.context_records", f"{bad!r} is not 'call.field'")
     bad = next((v for v in values["switched"] if not re.fullmatch(r"\w+=\S+", v)), None)
     if bad is not None:
         raise ConfigError(source, "guards.switched", f"{bad!r} is not 'switch=glob'")
@@ -143,4 +149,5 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         layer_modules=Patterns(values["layer_modules"]),
         device_records=Patterns(values["device_records"]),
         switched=values["switched"],
+        context_records=values["context_records"],
     )

@@ -299,6 +299,11 @@ class GuardEvaluator:
         if is_none(right) and isinstance(op, ast.Is | ast.IsNot) and self._fills(left):
             # if self.mask is None: self.mask = build(): built on first use, then reused
             return Truth(isinstance(op, ast.IsNot), Guard.WARMUP)
+        member = _chain(right)
+        if len(member) > 1 and self.config.opt_in.match(member[-1]) and isinstance(
+                op, ast.Eq | ast.NotEq):
+            # attn_type == AttentionType.ENCODER_ONLY: a mode only an opt-in feature selects
+            return Truth(isinstance(op, ast.NotEq), Guard.OPT_IN)
         decided = self._graph_mode(left, op, right)
         if decided is None:
             decided = self._switch(left, op, right)

@@ -182,6 +182,8 @@ class Assignment:
     dtype: str | None = None
     # ``self.forward = self.forward_native``: the method the attribute is bound to
     alias: str = ""
+    # the value stored: a copy of another self slot (``self.cache["k"]``) takes its residence
+    value: ast.expr | None = None
 
 
 @dataclass
@@ -321,7 +323,7 @@ class FunctionWalker:
         alias = value.attr if _self_attribute(value) else ""  # type: ignore[union-attr]
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
-            made_by, stack, self.values.dtype(value), alias,
+            made_by, stack, self.values.dtype(value), alias, value,
         ))
 
     def _allowed_context(self, node: ast.expr) -> bool:
@@ -670,7 +672,8 @@ class FunctionWalker:
         if isinstance(node.args[0], ast.List | ast.Tuple) and not node.args[0].elts:
             return  # torch.tensor([], device=dev): no element to copy, an allocation only
         if self.values.place(node.args[0]) is not Place.DEVICE:
-            self._site(node, SyncKind.BLOCKING_COPY, "torch.tensor(host data, device)", stack)
+            self._site(node, SyncKind.BLOCKING_COPY, "torch.tensor(host data, device)", stack,
+                       target=self._target_param(node))
 
     def _copy(self, node: ast.Call, target: ast.expr, source: ast.expr,
               stack: tuple[Condition, ...]) -> None:

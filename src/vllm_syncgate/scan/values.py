@@ -84,11 +84,20 @@ _HOST_ANNOTATIONS = frozenset(
 )
 
 
+class Arguments(Protocol):
+    """Where the argument a call passes as one parameter lives."""
+
+    def __call__(self, param: str) -> Place:
+        """Place of the argument passed as ``param`` (unknown when none is)."""
+
+
 class Returns(Protocol):
     """What a scanned function called from the bound one returns."""
 
-    def __call__(self, context: object, call: ast.Call, element: int | None) -> Place:
-        """Place of the value (``element``: one item of a returned tuple)."""
+    def __call__(self, context: object, call: ast.Call, element: int | None,
+                 caller: ValueModel | None = None) -> Place:
+        """Place of the value (``element``: one item of a returned tuple); ``caller`` answers
+        where the call's arguments live, which a helper's result may depend on."""
 
     def pin(self, context: object, call: ast.Call) -> Pin:
         """Whether the host buffer it returns is pinned."""
@@ -213,6 +222,16 @@ class Facts:
     owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
     owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
     owner_place: dict[tuple[int, str], Place] = field(default_factory=dict)
+    # field name -> (place, pin) of what every scanned construction of a record stores in a
+    # field of that name (``Meta(chunk_lens=host_lens)``), asked on demand
+    stored: Stored | None = None
+
+
+class Stored(Protocol):
+    """Where the values that constructions of records store in one field live."""
+
+    def __call__(self, name: str) -> tuple[Place, Pin]:
+        """(place, pin) all constructions agree on, else unknown."""
 
 
 class ValueModel:
@@ -236,10 +255,20 @@ class ValueModel:
         # before it (the line its value ends on: ``x = cat([x, ones(device=x.device)])`` over
         # three lines reads the earlier ``x`` inside its own value)
         self.timeline: dict[str, list[tuple[int, Place]]] = {}
+        self._previous: dict[str, list[tuple[int, Place]]] = {}
+        self._evaluating: str | None = None  # the local whose binding _locals is evaluating
         self._function = None
         self._scope: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self._mask_names: set[str] | None = None
         self.dtypes: dict[str, str | None] = {}
+        # where each parameter's argument lives, for a helper judged for one call of it
+        # (``arguments``: parameter -> place); ``asked``: the parameters a question needed
+        self.arguments: Arguments | None = None
+        self.asked: set[str] = set()
+        # a parameter annotated with a ``[values] device_records`` class is a device record
+        # (the attribute pass: ``self.seq_lens = meta.seq_lens[:n]``); a site's own function
+        # leaves such a parameter to its callers' dataflow and ``_record_field``
+        self.records = False
 
     # -- building the local environment -------------------------------------------------------
 
@@ -254,18 +283,20 @@ class ValueModel:
         self._scope = node
         self._mask_names: set[str] | None = None
         self.context = context
-        self.flow, self.pins, self.kinds, self.timeline = {}, {}, {}, {}
+        self.flow, self.pins, self.kinds, self.timeline, self._previous = {}, {}, {}, {}, {}
+        self._evaluating = None
         self.params, self.rebound, self.dtypes, self.annotations = set(), set(), {}, {}
 
     def _locals(self) -> None:
-        """Infer the locals of the bound function (two passes, so a chain of names settles)."""
+        """Infer the locals of the bound function: in source order, twice (the second pass
+        for uses above a binding, in loops)."""
         node, self._function = self._function, None
         if node is None:
             return
         args = node.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
             if arg.annotation is not None:
-                self.annotations[arg.arg] = annotation_place(arg.annotation)
+                self.annotations[arg.arg] = self._annotated(arg.annotation)
             self.params.add(arg.arg)
         bound = bindings(node)
         self.rebound = {name for name, _value, _how, _line in bound}
@@ -273,10 +304,15 @@ class ValueModel:
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
             dtypes: dict[str, list[str | None]] = {}
+            # live: a use of another local sees its bindings above it already in this pass,
+            # so a chain of locals (``ctx = get(); meta = ctx.meta; x = meta.x``) settles; a
+            # binding's value that reads its own name (``meta = meta[k]``) sees the last pass's
             timeline: dict[str, list[tuple[int, Place]]] = {}
+            self._previous, self.timeline = self.timeline, timeline
             for name, value, element, line in bound:
                 if is_none(value):
                     continue  # x = None first, the real value later
+                self._evaluating = name
                 if element == "range":
                     place = Place.HOST
                 elif element is not None and element.isdigit() and isinstance(value, ast.Call):
@@ -296,6 +332,7 @@ class ValueModel:
                     kind = constructed_kind(value)
                     if kind:
                         self.kinds[name] = kind
+            self._evaluating = None
             for name, values in collected.items():
                 self.flow[name] = _agree(values, Place.UNKNOWN)
             for name, values in pins.items():
@@ -318,12 +355,18 @@ class ValueModel:
             return self.place(node.elt)
         if isinstance(node, ast.Name):
             self._locals()
-            earlier = [p for line, p in self.timeline.get(node.id, []) if line < node.lineno]
+            timeline = self._previous if node.id == self._evaluating else self.timeline
+            earlier = [p for line, p in timeline.get(node.id, []) if line < node.lineno]
             if earlier and earlier[-1] is not Place.UNKNOWN:
                 return earlier[-1]  # logits = logits.to("cpu"): the later uses see the host copy
             known = self.flow.get(node.id, Place.UNKNOWN)
             if known is not Place.UNKNOWN:
                 return known  # dataflow wins over the name
+            if node.id in self.params and node.id not in self.rebound:
+                self.asked.add(node.id)
+                passed = self.arguments(node.id) if self.arguments is not None else Place.UNKNOWN
+                if passed is not Place.UNKNOWN:
+                    return passed  # what the call judged passes (a helper's result)
             named = self._name_place(node.id)
             if named is not Place.UNKNOWN:
                 return named  # the name wins over a ``torch.Tensor`` annotation (any device)
@@ -337,11 +380,16 @@ class ValueModel:
             own = self._name_place(node.attr)  # the .cpu / .gpu / .np halves of a staged buffer
             if own is not Place.UNKNOWN and node.attr in ("cpu", "gpu", "np", "numpy"):
                 return own
+            if self._context_records(node):
+                return Place.DEVICE  # the builders' records, by layer: their fields are device
             outer = self.place(node.value)
             if outer is Place.DEVICE:
                 # a field of an object the model or sampler returned is on the device with it,
                 # unless its record class annotates it as host data
                 return self.field_place(node.attr)
+            if outer is Place.UNKNOWN and own is Place.UNKNOWN:
+                # a record's field: where the scanned constructions of records store it
+                return self._stored(node.attr)[0]
             return own
         if isinstance(node, ast.Subscript):
             key = node.slice
@@ -379,8 +427,10 @@ class ValueModel:
             if node.attr == "cpu":
                 # the host half of a staged buffer (vLLM's CpuGpuBuffer) is allocated pinned
                 return self.facts.pin.get("cpu", Pin.PINNED)
-            # blk_table.slot_mapping_cpu: what the scanned classes that store one say
-            return self.facts.pin.get(node.attr, Pin.UNKNOWN)
+            # blk_table.slot_mapping_cpu: what the scanned classes that store one say, else
+            # what the records' constructions store in such a field
+            known = self.facts.pin.get(node.attr, Pin.UNKNOWN)
+            return known if known is not Pin.UNKNOWN else self._stored(node.attr)[1]
         if isinstance(node, ast.Subscript):
             return Pin.PAGEABLE if self.gathers(node) else self.pin(node.value)
         if isinstance(node, ast.IfExp):
@@ -425,17 +475,25 @@ class ValueModel:
         a torch op must be known to be on the host (``torch.where(mask, a, b)`` with one of
         unknown residence may run on the device); in arithmetic the tensor is the leftmost
         operand (``arange(n) * chunk``, ``lens_cpu[:n] - prefix``), which must be known to be on
-        the host, and no other operand may be on the device."""
+        the host, and no other operand may be on the device. A tensor method of them
+        (``(ends - starts).clamp(min=0)``) is new pageable memory too, as is one of a host
+        tensor whose pinning is known."""
         if isinstance(node, ast.BinOp):
             while isinstance(node, ast.BinOp):
                 if self.place(node.right) is Place.DEVICE:
                     return False
                 node = node.left
             return self.place(node) is Place.HOST
-        if not isinstance(node, ast.Call) or not node.args:
+        if not isinstance(node, ast.Call):
             return False
-        name = dotted(node.func)
-        if not name.startswith("torch.") or name.rpartition(".")[2] not in _NEW_TENSOR_OPS:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _NEW_TENSOR_OPS and not dotted(
+                func.value).startswith(("torch", "np", "numpy")):
+            return self.host_result(func.value) or (  # (ends - starts).clamp(min=0)
+                self.place(func.value) is Place.HOST and self.pin(func.value) is not Pin.UNKNOWN)
+        name = dotted(func)
+        if not node.args or not name.startswith("torch.") or \
+                name.rpartition(".")[2] not in _NEW_TENSOR_OPS:
             return False
         return all(self.place(item) is Place.HOST for item in node.args)
 
@@ -599,36 +657,31 @@ class ValueModel:
         dtype-only ``.to(torch.long)``, arithmetic whose other operand is host data, and locals
         bound once (``q = start_loc.to(dtype=torch.long); counts = q[1:] - q[:-1]``). ``field``
         is the attribute read off the parameter (``meta.query_start_loc`` -> ``query_start_loc``),
-        so a caller's record says where that field lives; "" for the parameter itself."""
-        field_name = ""
-        while True:
-            staged = isinstance(node, ast.Attribute) and node.attr in ("cpu", "gpu", "np")
-            if isinstance(node, ast.Subscript | ast.Attribute) and not staged:
-                if isinstance(node, ast.Attribute):
-                    field_name = node.attr
-                node = node.value
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr not in _HOST_METHODS
-                and node.func.attr not in _DEVICE_METHODS
-                and (node.func.attr != "to" or not (moves_to_device(node) or targets_cpu(node)))
-            ):
-                node = node.func.value
-            else:
-                break
+        so a caller's record says where that field lives; "" for the parameter itself. A
+        parameter rebound only to a view or conversion of itself (``cu = cu.to(torch.int64)``)
+        still derives from what the callers pass."""
+        node, field_name = _stripped(node)
         if isinstance(node, ast.BinOp) and depth < 4:
             return self._derived_operands(node, depth)
         if not isinstance(node, ast.Name) or node.id == "self":
             return None
         self._locals()
         if node.id in self.params:
-            return (node.id, field_name) if node.id not in self.rebound else None
+            return (node.id, field_name) if node.id not in self.rebound \
+                or self._converted_in_place(node.id) else None
         found = self.bound(node.id)
         if found is None or found[1] is not None or depth >= 4:
             return None
         upstream = self.derived(found[0], depth + 1)
         return None if upstream is None else (upstream[0], upstream[1] or field_name)
+
+    def _converted_in_place(self, name: str) -> bool:
+        """Every binding of parameter ``name`` is a view or conversion of ``name`` itself."""
+        bound = self.bound_to(name)
+        return bool(bound) and all(
+            how is None and value is not None and (stripped := _stripped(value))[1] == ""
+            and isinstance(stripped[0], ast.Name) and stripped[0].id == name
+            for value, how in bound)
 
     def _derived_operands(self, node: ast.BinOp, depth: int) -> tuple[str, str] | None:
         """``a - b`` derives from one parameter when both sides do, or one side does and the
@@ -659,13 +712,54 @@ class ValueModel:
             stack.extend(cls.bases)
         return None
 
+    def _annotated(self, annotation: ast.expr) -> Place:
+        """An annotation's place; a record of ``[values] device_records`` (``meta:
+        CommonAttentionMetadata``, also ``X | None``, ``Optional[X]``) holds device tensors:
+        its fields are device unless annotation or name says host (:meth:`field_place`)."""
+        place = annotation_place(annotation)
+        if place is Place.UNKNOWN and self.records:
+            while isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+                annotation = annotation.right if is_none(annotation.left) else annotation.left
+            if isinstance(annotation, ast.Subscript) and dotted(annotation.value).endswith(
+                    "Optional"):
+                annotation = annotation.slice
+            if self.config.device_records.match(dotted(annotation).rpartition(".")[2]):
+                return Place.DEVICE
+        return place
+
+    def _context_records(self, node: ast.Attribute) -> bool:
+        """``get_forward_context().attn_metadata`` (``[values] context_records``), also read
+        off a local bound to the call: the records the step's builders made, by layer."""
+        for entry in self.config.context_records:
+            call, _, attr = entry.partition(".")
+            if node.attr != attr:
+                continue
+            value = node.value
+            if isinstance(value, ast.Name) and self._scope is not None:
+                bound = self.bound_to(value.id)
+                if bound and all(isinstance(v, ast.Call) and how is None
+                                 and dotted(v.func).rpartition(".")[2] == call for v, how in bound):
+                    return True
+            elif isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] == call:
+                return True
+        return False
+
     def field_place(self, attr: str) -> Place:
-        """A field of a device-computed record: its annotation, else its name, else device."""
+        """A field of a device-computed record: its annotation, else what the scanned
+        constructions of records store in it, else its name, else device."""
         annotated = self.facts.annotated.get(attr)
         if annotated is not None:
             return annotated
+        stored = self._stored(attr)[0]
+        if stored is not Place.UNKNOWN:
+            return stored
         named = self._name_place(attr)
         return named if named is not Place.UNKNOWN else Place.DEVICE
+
+    def _stored(self, attr: str) -> tuple[Place, Pin]:
+        """What the scanned constructions of records store in field ``attr``."""
+        stored = self.facts.stored
+        return stored(attr) if stored is not None else (Place.UNKNOWN, Pin.UNKNOWN)
 
     def _name_place(self, name: str) -> Place:
         if self.config.host.match(name):
@@ -696,7 +790,7 @@ class ValueModel:
         """What a scanned function returns (``element``: one item of a returned tuple)."""
         if self.returns is None:
             return Place.UNKNOWN
-        return self.returns(self.context, call, element)
+        return self.returns(self.context, call, element, self)
 
     def _call_place(self, node: ast.Call) -> Place:
         func = node.func
@@ -749,6 +843,30 @@ class ValueModel:
         return self._returned(node, None)
 
 
+def _stripped(node: ast.expr) -> tuple[ast.expr, str]:
+    """(the value ``node`` is a slice, view, field or same-place conversion of, the last field
+    read on the way): ``meta.starts[1:].long()`` -> (``meta``, ``starts``)."""
+    field_name = ""
+    while True:
+        staged = isinstance(node, ast.Attribute) and node.attr in ("cpu", "gpu", "np")
+        if isinstance(node, ast.Subscript | ast.Attribute) and not staged:
+            if isinstance(node, ast.Attribute):
+                field_name = node.attr
+            node = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr not in _HOST_METHODS
+            and node.func.attr not in _DEVICE_METHODS
+            and (node.func.attr != "to" or not (moves_to_device(node) or targets_cpu(node)))
+        ):
+            node = node.func.value
+        elif isinstance(node, ast.IfExp) and (is_none(node.body) or is_none(node.orelse)):
+            node = node.orelse if is_none(node.body) else node.body  # None if c else x
+        else:
+            return node, field_name
+
+
 def binding_end(value: ast.expr | None, line: int) -> int:
     """The line a binding takes effect after: where its value ends, not where it starts."""
     end = getattr(value, "end_lineno", None) or line
@@ -792,7 +910,8 @@ Binding = tuple[str, ast.expr | None, str | None, int]
 
 
 def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
-    """(name, value, how, line) for each local binding; ``how`` marks loop/unpacked elements.
+    """(name, value, how, line) for each local binding in source order; ``how`` marks
+    loop/unpacked elements.
 
     Kept on the function node: the scan asks for each function's locals several times (attribute
     facts, the walk, return values), and a walk of the whole body is most of a walk's cost.
@@ -808,6 +927,7 @@ def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
                 line = getattr(node.target, "lineno", 0) if isinstance(node, ast.comprehension) \
                     else 0
             found.extend((name, value, how, line) for name, value, how in _bindings_of(node))
+        found.sort(key=lambda binding: binding[3])  # source order: a chain settles in one pass
         func._syncgate_bindings = found  # type: ignore[union-attr]
     return found
 

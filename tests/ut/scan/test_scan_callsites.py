@@ -19,6 +19,7 @@ import pytest
 from vllm_syncgate.scan import callgraph, rules, values
 from vllm_syncgate.scan.callgraph import scan
 from vllm_syncgate.scan.config import Patterns, load_config
+from vllm_syncgate.scan.values import Pin, Place
 
 ENTRY = ["CsModelRunner.execute_model"]
 
@@ -57,6 +58,19 @@ def test_a_failing_readback_names_the_caller_or_the_record(callsites):
 
 def _no_locals(monkeypatch):
     monkeypatch.setattr(values.ValueModel, "bound", lambda self, name: None)
+    _no_stored_fields(monkeypatch)
+
+
+def _no_stored_fields(monkeypatch):
+    """What every construction of a record stores in a field (test_scan_residence.py) says
+    the same as the caller's record here: the parts below are broken with it off."""
+    monkeypatch.setattr(callgraph._StoredFields, "__call__",
+                        lambda self, name: (Place.UNKNOWN, Pin.UNKNOWN))
+
+
+def _no_callers_record(monkeypatch):
+    monkeypatch.setattr(callgraph, "_stored", lambda *a: None)
+    _no_stored_fields(monkeypatch)
 
 
 # Each part broken on purpose: a marked line it must lose (or a host read it must now report).
@@ -67,10 +81,10 @@ BROKEN = {
                                                          "unknown_residence")),
     # what the runner stores in the record not read: the device starts are of unknown
     # residence (no failure) and the pinned positions become a finding
-    "the caller's record": (lambda m: m.setattr(callgraph, "_stored", lambda *a: None), {},
+    "the caller's record": (_no_callers_record, {},
                             ("builder.py", 12, "blocking_readback", "unknown_residence")),
     # no record class known: its device field is of unknown residence, not a failure
-    "device records": (lambda m: None, {"device_records": Patterns(())},
+    "device records": (_no_stored_fields, {"device_records": Patterns(())},
                        ("spans.py", 22, "blocking_readback", "unknown_residence")),
     # the copy's destination not taken from the callers: x.to(device=t.device) with only host
     # t passed is taken for an upload
