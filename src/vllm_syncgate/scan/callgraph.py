@@ -872,7 +872,8 @@ class _ReturnPlaces:
         self.config = config
         self.facts = facts
         self._cache: dict[tuple, tuple[Place, set[str]]] = {}
-        self._pins: dict[tuple[int, int], Pin] = {}
+        self._pins: dict[tuple, Pin] = {}
+        self._pin_asks: dict[int, set[str]] = {}  # the parameters a helper's pin needed
         self._active: set[tuple] = set()
 
     def __call__(self, context: object, call: ast.Call, element: int | None,
@@ -907,19 +908,55 @@ class _ReturnPlaces:
         self._cache[key] = found
         return found
 
-    def pin(self, context: object, call: ast.Call) -> Pin:
-        """``buf = self._make_buffer()``: the pinning of what the helper allocates and returns."""
+    def pin(self, context: object, call: ast.Call, caller: ValueModel | None = None) -> Pin:
+        """``buf = self._make_buffer()``: the pinning of what the helper allocates and returns;
+        judged again for this call's arguments when that is unknown and it depends on them
+        (``torch.cumsum(lens(cu)) - 1`` is a pageable host tensor when the caller's ``cu`` is
+        a host tensor)."""
         target = self._target(context, call) if isinstance(context, FunctionInfo) else None
         if target is None:
             return Pin.UNKNOWN
         key = (id(target), -1)
         if key not in self._pins:
             self._pins[key] = Pin.UNKNOWN  # recursion
-            model = ValueModel(self.config, self.facts, None)
-            model.bind_function(target.node, target)
-            pins = {model.pin(v) for v in _returned_values(target.node.body) if not is_none(v)}
-            self._pins[key] = pins.pop() if len(pins) == 1 else Pin.UNKNOWN
-        return self._pins[key]
+            self._pins[key] = self._pin_of(target, None)[0]
+        pin = self._pins[key]
+        if pin is not Pin.UNKNOWN or caller is None or key in self._active:
+            return pin
+        asked = self._pin_asks.get(id(target), set())
+        if not asked:
+            return pin
+        passed = _passed(target, call, caller)
+        known = tuple(sorted((p, passed(p)) for p in asked))
+        if not any(place is Place.HOST for _, place in known):
+            return pin
+        judged = (*key, known)
+        if judged not in self._pins:
+            self._pins[judged] = Pin.UNKNOWN  # recursion
+            self._active.add(key)
+            try:
+                self._pins[judged] = self._pin_of(target, passed)[0]
+            finally:
+                self._active.discard(key)
+        return self._pins[judged]
+
+    def _returns_device_record(self, target: FunctionInfo) -> bool:
+        """A helper annotated to hand back a ``[values] device_records`` record (a rewritten
+        ``CommonAttentionMetadata``): its fields and its methods' results follow the record."""
+        returns = target.node.returns
+        return returns is not None and \
+            self.config.device_records.match(dotted(returns).rpartition(".")[2])
+
+    def _pin_of(self, target: FunctionInfo, arguments: Arguments | None) -> tuple[Pin, set[str]]:
+        model = ValueModel(self.config, self.facts, self)
+        model.bind_function(target.node, target)
+        if arguments is not None:
+            model.trust_annotations = False
+            model.arguments = arguments
+        pins = {model.pin(v) for v in _returned_values(target.node.body) if not is_none(v)}
+        if arguments is None:
+            self._pin_asks[id(target)] = set(model.asked)
+        return (pins.pop() if len(pins) == 1 else Pin.UNKNOWN), model.asked
 
     def _target(self, caller: FunctionInfo, call: ast.Call) -> FunctionInfo | None:
         func = call.func
@@ -936,6 +973,8 @@ class _ReturnPlaces:
 
     def _compute(self, target: FunctionInfo, element: int | None,
                  arguments: Arguments | None) -> tuple[Place, set[str]]:
+        if element is None and self._returns_device_record(target):
+            return Place.DEVICE, set()
         model = ValueModel(self.config, self.facts, self)
         model.bind_function(target.node, target)
         model.trust_annotations = False

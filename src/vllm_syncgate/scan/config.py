@@ -23,7 +23,8 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations", "switched"),
-    "values": ("host", "device", "device_modules", "device_records", "context_records"),
+    "values": ("host", "device", "device_modules", "device_records", "context_records",
+               "arithmetic"),
 }
 
 # Keys added after the first release: a config written before them stays valid.
@@ -31,7 +32,7 @@ _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
      "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched",
-     "context_records"}
+     "context_records", "arithmetic"}
 )
 
 
@@ -74,6 +75,7 @@ class ScanConfig:
     device_modules: Patterns
     op_methods: Patterns = field(default_factory=lambda: Patterns(()))
     device_records: Patterns = field(default_factory=lambda: Patterns(()))
+    arithmetic: Patterns = field(default_factory=lambda: Patterns(()))
     forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
     layer_modules: Patterns = field(default_factory=lambda: Patterns(()))
     # torch's ``__setitem__`` keeps a Python number on the host for this device's tensors, so
@@ -148,6 +150,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         forward_methods=Patterns(values["forward_methods"]),
         layer_modules=Patterns(values["layer_modules"]),
         device_records=Patterns(values["device_records"]),
+        arithmetic=Patterns(values["arithmetic"]),
         switched=values["switched"],
         context_records=values["context_records"],
     )

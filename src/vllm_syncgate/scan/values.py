@@ -375,6 +375,8 @@ class ValueModel:
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 own = self._owned(self.facts.owner_place, node.attr)
+                if own is None and self._in_device_record():
+                    return self._record_own_field(node.attr)
                 known = own if own is not None else self.facts.place.get(node.attr, Place.UNKNOWN)
                 return known if known is not Place.UNKNOWN else self._name_place(node.attr)
             own = self._name_place(node.attr)  # the .cpu / .gpu / .np halves of a staged buffer
@@ -403,11 +405,11 @@ class ValueModel:
         if isinstance(node, ast.Call):
             return self._call_place(node)
         if isinstance(node, ast.BinOp):
-            return _combine([self.place(node.left), self.place(node.right)])
+            return _combine(self._operands([node.left, node.right]))
         if isinstance(node, ast.UnaryOp):
             return self.place(node.operand)
         if isinstance(node, ast.Compare):
-            return _combine(self.place(n) for n in [node.left, *node.comparators])
+            return _combine(self._operands([node.left, *node.comparators]))
         if isinstance(node, ast.BoolOp):
             return _combine(self.place(v) for v in node.values)
         if isinstance(node, ast.IfExp):
@@ -415,6 +417,12 @@ class ValueModel:
             places = [self.place(v) for v in (node.body, node.orelse) if not is_none(v)]
             return places[0] if len(set(places)) == 1 else _combine(places)
         return Place.UNKNOWN
+
+    def _operands(self, operands: list[ast.expr]) -> list[Place]:
+        """The places of an operation's operands that say where its result lives: a literal
+        number says nothing (``lens > 0`` is where ``lens`` is), unless all are literals."""
+        tensors = [n for n in operands if not isinstance(n, ast.Constant)]
+        return [self.place(n) for n in tensors] if tensors else [Place.HOST]
 
     def pin(self, node: ast.expr) -> Pin:
         if isinstance(node, ast.Name):
@@ -456,7 +464,7 @@ class ValueModel:
             if name == "torch.from_numpy":
                 return Pin.PAGEABLE
             if self.returns is not None and not name.startswith(("torch.", "np.", "numpy.")):
-                return self.returns.pin(self.context, node)  # a helper that allocates it
+                return self.returns.pin(self.context, node, self)  # a helper that allocates it
             if name.startswith("torch.") and name.rpartition(".")[2] in _CREATORS:
                 flag = keyword(node, "pin_memory")
                 if flag is None and name.endswith("_like"):
@@ -756,6 +764,22 @@ class ValueModel:
         named = self._name_place(attr)
         return named if named is not Place.UNKNOWN else Place.DEVICE
 
+    def _in_device_record(self) -> bool:
+        """The bound function is a method of a ``[values] device_records`` class (its own
+        ``self.seq_lens`` is the record's field, not the runners' attribute of that name)."""
+        owner = getattr(self.context, "owner", None)
+        return owner is not None and self.config.device_records.match(owner.name)
+
+    def _record_own_field(self, attr: str) -> Place:
+        """A device record's field read by its own method: host where its annotation or its
+        name says so, else on the device with the record (``CommonAttentionMetadata``'s
+        ``self.query_start_loc - ...`` computes on the device)."""
+        annotated = self.facts.annotated.get(attr)
+        if annotated is not None:
+            return annotated
+        named = self._name_place(attr)
+        return named if named is not Place.UNKNOWN else Place.DEVICE
+
     def _stored(self, attr: str) -> tuple[Place, Pin]:
         """What the scanned constructions of records store in field ``attr``."""
         stored = self.facts.stored
@@ -808,10 +832,12 @@ class ValueModel:
                 if keyword(node, "pin_memory") is not None or self._host_allocation(node):
                     return Place.HOST
                 return Place.DEVICE
-            return _combine(self.place(a) for a in node.args)
+            return _combine(self._operands(node.args))  # index_select(x, 0, i): 0 says nothing
         if self._runs_on_device(func):
             return Place.DEVICE
         leaf = name.rpartition(".")[2]
+        if node.args and self.config.arithmetic.match(leaf):
+            return _combine(self._operands(node.args[:1]))  # cdiv(lens, 64): where lens is
         if node.args and any(c in leaf for c in _COLLECTIVES):
             returned = self._returned(node, None)
             return returned if returned is not Place.UNKNOWN else self.place(node.args[0])

@@ -7,7 +7,11 @@ tensor made ``device=cu.device``), a record field holding what the builders' con
 store in it (a host chunk-length tensor read by the impl), and a builder's attribute copied
 through a cache dict keeping its device residence; a readback under a None test of its host
 copy (``if cu_seqlens_host is None: cu_seqlens_host = tuple(cu_seqlens.tolist())``) is the
-fallback, not the default path. Each part is broken on purpose and shown to
+fallback, not the default path; a device record handed back by a helper (its methods' results
+and its own fields read by them on the device), literal operands that say nothing about where a
+comparison lives (``lengths > 0``), integer helpers (``triton.cdiv``) and a helper's pinning
+judged for the call's host arguments (offsets built on the host are pageable, their upload
+blocks). Each part is broken on purpose and shown to
 lose its lines (or to report a host read as a sync).
 
 Markers: ``# expect: KIND GUARD FAMILY``.
@@ -22,11 +26,12 @@ import pytest
 
 from vllm_syncgate.scan import callgraph, values
 from vllm_syncgate.scan.callgraph import scan
-from vllm_syncgate.scan.config import load_config
+from vllm_syncgate.scan.config import Patterns, load_config
 from vllm_syncgate.scan.values import Pin, Place
 
 ENTRIES = ["RsdLinearAttention._forward_core", "RsdLatentImpl.forward",
-           "RsdLatentMetadataBuilder.build", "RsdSparseMetadataBuilder.build"]
+           "RsdLatentMetadataBuilder.build", "RsdSparseMetadataBuilder.build",
+           "RsdGatedMetadataBuilder.build", "RsdGatedLayer._forward_core"]
 
 
 @pytest.fixture
@@ -50,7 +55,8 @@ def _line(root: Path, file: str, text: str) -> int:
 
 def test_residence_fixture_reports_exactly_the_marked_sites(residence, marked_families):
     expected = marked_families(residence)
-    assert set(expected.values()) == {"context", "returned", "stored", "copies", "twin"}
+    assert set(expected.values()) == {"context", "returned", "stored", "copies", "twin",
+                                      "ownfields", "records", "literals", "hostops"}
     assert _reported(residence) == set(expected)
 
 
@@ -60,11 +66,20 @@ def test_a_readback_through_the_forward_context_names_the_layer(residence):
     assert reasons[("chunked.py", bounds)].startswith("RsdLinearAttention._forward_core")
 
 
+_judged_pin = callgraph._ReturnPlaces.pin
+
+
+def _pin_without_caller(self, context, call, caller=None):  # type: ignore[no-untyped-def]
+    return _judged_pin(self, context, call, None)
+
+
 # Each part broken on purpose: the marked families it must lose.
 LOST = {
     # the forward context's attn_metadata not known to hold device records: the layer's reads
-    # and the kernel wrapper's readbacks of what it passes are of unknown residence
-    "forward context records": (lambda m: None, {"context_records": ()}, {"context"}),
+    # and the kernel wrapper's readbacks of what it passes are of unknown residence (and a
+    # field no construction settles is no longer a device record's)
+    "forward context records": (lambda m: None, {"context_records": ()},
+                                {"context", "literals"}),
     # a parameter rebound to its own conversion no longer asks its callers
     "parameters converted in place": (
         lambda m: m.setattr(values.ValueModel, "_converted_in_place", lambda self, name: False),
@@ -80,6 +95,27 @@ LOST = {
     # the fallback under `if cu_seqlens_host is None` taken for the default path: it fails
     "host-copy fallbacks": (lambda m: m.setattr(callgraph, "_tests_host_twin", lambda *a: False),
                             {}, {"twin"}),
+    # a device record's own method reading its fields as the runners' attributes of that name
+    "a record's own fields": (
+        lambda m: m.setattr(values.ValueModel, "_in_device_record", lambda self: False), {},
+        {"ownfields"}),
+    # a helper's record-typed result not taken for a device record: the record's method result
+    # and the mask derived from it are of unknown residence
+    "records returned by helpers": (
+        lambda m: m.setattr(callgraph._ReturnPlaces, "_returns_device_record",
+                            lambda self, target: False), {}, {"records", "ownfields"}),
+    # a literal operand voting for the host: `lengths > 0` of an unknown value is a host mask
+    "literal operands": (
+        lambda m: m.setattr(values.ValueModel, "_operands",
+                            lambda self, nodes: [self.place(n) for n in nodes]), {},
+        {"literals"}),
+    # a helper's pinning not judged for the call's host arguments: the offsets it builds on
+    # the host are of unknown pinning, their upload of unknown cost
+    "helpers' pinning per call": (
+        lambda m: m.setattr(callgraph._ReturnPlaces, "pin", _pin_without_caller), {},
+        {"hostops"}),
+    # cdiv() not known as integer arithmetic: the chunk counts are of unknown residence
+    "arithmetic helpers": (lambda m: None, {"arithmetic": Patterns(())}, {"hostops"}),
 }
 
 
