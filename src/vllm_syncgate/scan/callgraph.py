@@ -883,14 +883,14 @@ class _ReturnPlaces:
             return Place.UNKNOWN
         key = (id(target), element)
         place, asked = self._place(target, element, key, None)
-        if not asked or caller is None or place is Place.HOST:
+        if place is Place.HOST:
             return place
         # the result depends on parameters: judge the helper for this call's arguments
         # (``_pad(x, lens.cpu())`` returns a host tensor made ``device=lens.device``)
-        passed = _passed(target, call, caller)
-        known = tuple(sorted((p, passed(p)) for p in asked))
-        if not any(place is Place.HOST for _, place in known):
+        judged = _host_arguments(target, call, caller, asked)
+        if judged is None:
             return place  # only a host argument turns an unknown or device result around
+        known, passed = judged
         return self._place(target, element, (*key, known), passed)[0]
 
     def _place(self, target: FunctionInfo, element: int | None, key: tuple,
@@ -919,26 +919,22 @@ class _ReturnPlaces:
         key = (id(target), -1)
         if key not in self._pins:
             self._pins[key] = Pin.UNKNOWN  # recursion
-            self._pins[key] = self._pin_of(target, None)[0]
+            self._pins[key] = self._pin_of(target, None)
         pin = self._pins[key]
-        if pin is not Pin.UNKNOWN or caller is None or key in self._active:
+        judged = None if pin is not Pin.UNKNOWN or key in self._active else \
+            _host_arguments(target, call, caller, self._pin_asks.get(id(target), set()))
+        if judged is None:
             return pin
-        asked = self._pin_asks.get(id(target), set())
-        if not asked:
-            return pin
-        passed = _passed(target, call, caller)
-        known = tuple(sorted((p, passed(p)) for p in asked))
-        if not any(place is Place.HOST for _, place in known):
-            return pin
-        judged = (*key, known)
-        if judged not in self._pins:
-            self._pins[judged] = Pin.UNKNOWN  # recursion
+        known, passed = judged
+        per_call = (*key, known)
+        if per_call not in self._pins:
+            self._pins[per_call] = Pin.UNKNOWN  # recursion
             self._active.add(key)
             try:
-                self._pins[judged] = self._pin_of(target, passed)[0]
+                self._pins[per_call] = self._pin_of(target, passed)
             finally:
                 self._active.discard(key)
-        return self._pins[judged]
+        return self._pins[per_call]
 
     def _returns_device_record(self, target: FunctionInfo) -> bool:
         """A helper annotated to hand back a ``[values] device_records`` record (a rewritten
@@ -947,7 +943,7 @@ class _ReturnPlaces:
         return returns is not None and \
             self.config.device_records.match(dotted(returns).rpartition(".")[2])
 
-    def _pin_of(self, target: FunctionInfo, arguments: Arguments | None) -> tuple[Pin, set[str]]:
+    def _pin_of(self, target: FunctionInfo, arguments: Arguments | None) -> Pin:
         model = ValueModel(self.config, self.facts, self)
         model.bind_function(target.node, target)
         if arguments is not None:
@@ -956,7 +952,7 @@ class _ReturnPlaces:
         pins = {model.pin(v) for v in _returned_values(target.node.body) if not is_none(v)}
         if arguments is None:
             self._pin_asks[id(target)] = set(model.asked)
-        return (pins.pop() if len(pins) == 1 else Pin.UNKNOWN), model.asked
+        return pins.pop() if len(pins) == 1 else Pin.UNKNOWN
 
     def _target(self, caller: FunctionInfo, call: ast.Call) -> FunctionInfo | None:
         func = call.func
@@ -991,6 +987,18 @@ class _ReturnPlaces:
             if value is not None and not is_none(value):
                 places.add(model.place(value))
         return (places.pop() if len(places) == 1 else Place.UNKNOWN), model.asked
+
+
+def _host_arguments(target: FunctionInfo, call: ast.Call, caller: ValueModel | None,
+                    asked: set[str]) -> tuple[tuple, Arguments] | None:
+    """(the key part, the arguments) to judge ``target`` again for ``call``: when its answer
+    needed the parameters ``asked`` and the caller passes a host value for one of them (only a
+    host argument turns an unknown or device answer around); None otherwise."""
+    if not asked or caller is None:
+        return None
+    passed = _passed(target, call, caller)
+    known = tuple(sorted((p, passed(p)) for p in asked))
+    return (known, passed) if any(place is Place.HOST for _, place in known) else None
 
 
 def _passed(target: FunctionInfo, call: ast.Call, caller: ValueModel) -> Arguments:
