@@ -376,7 +376,9 @@ class ValueModel:
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 own = self._owned(self.facts.owner_place, node.attr)
                 if own is None and self._in_device_record():
-                    return self._record_own_field(node.attr)
+                    # its own field (``CommonAttentionMetadata``'s ``self.query_start_loc``),
+                    # not what other records' constructions store in one of that name
+                    return self.field_place(node.attr, constructions=False)
                 known = own if own is not None else self.facts.place.get(node.attr, Place.UNKNOWN)
                 return known if known is not Place.UNKNOWN else self._name_place(node.attr)
             own = self._name_place(node.attr)  # the .cpu / .gpu / .np halves of a staged buffer
@@ -752,13 +754,13 @@ class ValueModel:
                 return True
         return False
 
-    def field_place(self, attr: str) -> Place:
-        """A field of a device-computed record: its annotation, else what the scanned
-        constructions of records store in it, else its name, else device."""
+    def field_place(self, attr: str, constructions: bool = True) -> Place:
+        """A field of a device-computed record: its annotation, else (with ``constructions``)
+        what the scanned constructions of records store in it, else its name, else device."""
         annotated = self.facts.annotated.get(attr)
         if annotated is not None:
             return annotated
-        stored = self._stored(attr)[0]
+        stored = self._stored(attr)[0] if constructions else Place.UNKNOWN
         if stored is not Place.UNKNOWN:
             return stored
         named = self._name_place(attr)
@@ -769,16 +771,6 @@ class ValueModel:
         ``self.seq_lens`` is the record's field, not the runners' attribute of that name)."""
         owner = getattr(self.context, "owner", None)
         return owner is not None and self.config.device_records.match(owner.name)
-
-    def _record_own_field(self, attr: str) -> Place:
-        """A device record's field read by its own method: host where its annotation or its
-        name says so, else on the device with the record (``CommonAttentionMetadata``'s
-        ``self.query_start_loc - ...`` computes on the device)."""
-        annotated = self.facts.annotated.get(attr)
-        if annotated is not None:
-            return annotated
-        named = self._name_place(attr)
-        return named if named is not Place.UNKNOWN else Place.DEVICE
 
     def _stored(self, attr: str) -> tuple[Place, Pin]:
         """What the scanned constructions of records store in field ``attr``."""
