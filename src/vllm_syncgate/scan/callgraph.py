@@ -118,6 +118,9 @@ class ScanResult:
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # (file, qualname) of each function the default step reaches (calls weaker than opt-in: where
+    # a sync fails the gate); check's unit level names those a branch changed that no probe ran
+    reached: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def failing(self) -> list[Finding]:
@@ -133,6 +136,7 @@ class ScanResult:
             "lines": self.lines, "entries": self.entries,
             "problems": [asdict(p) for p in self.problems],
             "skipped": [asdict(p) for p in self.skipped], "warnings": self.warnings,
+            "reached": [list(r) for r in self.reached],
         }
 
     @classmethod
@@ -144,6 +148,7 @@ class ScanResult:
             files=data["files"], lines=data["lines"], entries=data["entries"],
             problems=[Problem(**p) for p in data["problems"]],
             skipped=[Problem(**p) for p in data["skipped"]], warnings=data["warnings"],
+            reached=[(file, qualname) for file, qualname in data["reached"]],
         )
 
 
@@ -212,8 +217,11 @@ def _scan(
             "no entry point found in the scanned files" + (f" ({warnings[0]})" if warnings else "")
         )
     findings: list[Finding] = []
+    reached: set[tuple[str, str]] = set()
     for root, methods, floor in roots:
         findings.extend(analysis.search(root, methods, allow, floor))
+        if floor.rank < Guard.OPT_IN.rank:
+            reached.update(analysis.reach(root, methods))
     findings.sort(key=lambda f: (f.runner, f.entry, f.file, f.line, f.api))
     result = ScanResult(
         findings=findings,
@@ -223,6 +231,7 @@ def _scan(
         problems=index.problems,
         skipped=index.skipped,
         warnings=warnings,
+        reached=sorted(reached),
     )
     return result, [m.path for m in index.modules]
 
@@ -673,6 +682,12 @@ class _Analysis:
                 if finding is not None:
                     findings.append(finding)
         return findings
+
+    def reach(self, runner: ClassInfo, entries: list[FunctionInfo]) -> set[tuple[str, str]]:
+        """(file, qualname) of each function ``runner``'s entries reach through calls weaker
+        than opt-in: the default, non-speculative step, where :meth:`search` fails a sync."""
+        return {(path[-1][1].module.display, path[-1][1].qualname) for entry in entries
+                for path in self._bfs((runner, entry), Guard.ALLOWED).values()}
 
     def _argument(self, path: list[Node], param: str, field: str = "") -> tuple[Place, str]:
         """Where the value a caller on ``path`` passes as ``param`` (its ``field``, when the
