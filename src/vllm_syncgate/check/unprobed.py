@@ -1,13 +1,15 @@
-"""The functions a branch changed in its runners' folder that no unit probe ran.
+"""The functions a branch changed that its decode step can run and no unit probe ran.
 
 The unit level's probes run a few runner methods (``_to_list``, the async output, the runner's
-construction, ``_update_states`` and its helpers); a branch that changes any other method (a
-helper of the step such as ``_prepare_input_ids``) would otherwise pass the level untested. With
-``--source``, the child traces which of the tree's functions the probes ran
-(:mod:`vllm_syncgate.unit.ran`), and each function of the runners' folder whose code differs from
-the installed build's (AST, line numbers aside, as :mod:`~vllm_syncgate.check.untested` compares;
-a new one counts) and that did not run is named here. Whether another level covered it is
-:func:`vllm_syncgate.check.levels.unit_coverage`'s call.
+construction, ``_update_states`` and its helpers); a branch that changes any other code of the
+step (a helper such as ``_prepare_input_ids``, an attention metadata builder, a sampler op)
+would otherwise pass the level untested. With ``--source``, the child traces which of the tree's
+functions the probes ran (:mod:`vllm_syncgate.unit.ran`); of the functions the step can run
+(``reached``: the scan's own call graph, :attr:`vllm_syncgate.scan.callgraph.ScanResult.reached`)
+each one whose code differs from the installed build's (AST, line numbers aside, as
+:mod:`~vllm_syncgate.check.untested` compares; a new one counts) and that did not run is named
+here. Changed code the step never runs (entry points, the CLI, config parsing, warm-up) is not.
+Whether another level covered it is :func:`vllm_syncgate.check.levels.unit_coverage`'s call.
 """
 
 from __future__ import annotations
@@ -36,17 +38,23 @@ class NotProbed:
         return f"{self.module}:{self.qualname}: {self.WHY}"
 
 
-def not_probed(folder: Path, package_dir: Path, installed: Path,
+def not_probed(reached: Iterable[tuple[str, str]], package_dir: Path, installed: Path,
                ran: Iterable[tuple[str, str]]) -> list[NotProbed]:
-    """The functions of the ``.py`` files under ``folder`` (inside the tree's ``package_dir``)
-    that differ from ``installed``'s and are not in ``ran`` (``(file relative to the package,
-    qualname)`` pairs), in file and line order."""
+    """Of the functions in ``reached`` (``(file, qualname)`` pairs: what the step can run), those
+    in the tree's ``package_dir`` that differ from ``installed``'s and are not in ``ran``
+    (``(file relative to the package, qualname)`` pairs), in file and line order."""
     done = set(ran)
+    package_dir = package_dir.resolve()
+    wanted: dict[Path, set[str]] = {}
+    for file, qualname in reached:
+        path = Path(file).resolve()  # the scan names files relative to where it runs
+        if path.is_relative_to(package_dir):
+            wanted.setdefault(path, set()).add(qualname)
     found = []
-    for file in sorted(folder.rglob("*.py")):
+    for file in sorted(wanted):
         rel = file.relative_to(package_dir)
         for qualname, line in changed_functions(file, installed / rel):
-            if (rel.as_posix(), qualname) not in done:
+            if qualname in wanted[file] and (rel.as_posix(), qualname) not in done:
                 module = ".".join([package_dir.name, *rel.with_suffix("").parts])
                 found.append(NotProbed(module.removesuffix(".__init__"), qualname, file, line))
     return found

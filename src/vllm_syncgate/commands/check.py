@@ -23,7 +23,7 @@ from vllm_syncgate.check.cache import CheckCache, open_cache
 from vllm_syncgate.check.levels import (
     ERROR,
     LEVELS,
-    errored,
+    exit_status,
     not_run,
     parse_levels,
     passed,
@@ -50,7 +50,7 @@ from vllm_syncgate.check.run import Say
 from vllm_syncgate.ci_summary import append_summary, summary_path
 from vllm_syncgate.commands.flags import renamed
 from vllm_syncgate.environment import format_header, require_importable
-from vllm_syncgate.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, ServerError, UsageError
+from vllm_syncgate.errors import ServerError, UsageError
 from vllm_syncgate.escaping import terminal, terminal_block
 from vllm_syncgate.lifeline import signals_as_interrupt
 from vllm_syncgate.profiles import DEVICES, builtin_profile_path, load_profile
@@ -271,7 +271,7 @@ def _conclude(plan: Plan, levels: list[_LevelResult], result: CheckResult | None
     # torch, transformers and matplotlib are loaded by now: the final garbage collection at exit
     # walks all of them (2.5 s here, 0.5 s frozen); everything is written, nothing needs it
     gc.freeze()
-    return EXIT_OK if verdict else EXIT_USAGE if errored(levels) else EXIT_GATE_FAILED
+    return exit_status(levels)  # a FAIL wins over an ERROR: the gate found a problem
 
 
 def _start_serve(plan: Plan, env: dict[str, Any], say: Say,

@@ -14,6 +14,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 RUNNER = "v1/worker/gpu_model_runner.py"
+ATTENTION = "v1/attention/backends/flash_attn.py"
 MARKER = "imported-from-cwd"
 
 
@@ -125,6 +126,37 @@ def test_a_changed_method_no_probe_runs_is_not_tested_and_alone_a_unit_error(
     junit = (tmp_path / "r" / "junit.xml").read_text()
     assert ('<skipped message="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids: '
             'not run by any unit probe"') in junit
+
+
+def test_a_readback_added_in_an_attention_builder_fails_the_scan_and_is_a_unit_error(
+        vllm_branch, edit_method, tmp_path):
+    """A readback added in FlashAttention's metadata builder (outside the runners' folder; no
+    probe builds attention metadata): the scan fails at its line, the unit level names the
+    builder NOT TESTED and is ERROR, and the run exits 1 (a level FAILed: the gate found a
+    problem), not 2."""
+    added = "longest_context = int(common_attn_metadata.compute_num_computed_tokens().max())"
+    root = vllm_branch("attention_builder", lambda pkg: edit_method(
+        pkg / ATTENTION, "FlashAttentionMetadataBuilder", "build", prepend=[added]))
+    builder = root / "vllm" / ATTENTION
+    lines = builder.read_text().splitlines()
+    line = next(i for i, x in enumerate(lines, 1) if x.strip() == added)
+    done, doc = _check(["--levels", "scan,unit", "--source", str(root), "--trust-source"],
+                       tmp_path, tmp_path / "r")
+    assert done.returncode == 1, done.stdout + done.stderr
+    scan, unit = doc["levels"]["scan"], doc["levels"]["unit"]
+    assert scan["status"] == "fail"
+    assert any(c["line"] == line and c["file"].endswith(ATTENTION) for c in scan["cases"]
+               if not c["passed"]), scan["cases"]
+    assert unit["status"] == "error"
+    [case] = [c for c in unit["cases"] if c.get("skipped")]
+    def_line = next(i for i, x in enumerate(lines, 1) if x.startswith("    def build("))
+    assert (case["name"], case["file"], case["line"]) == ("FlashAttentionMetadataBuilder.build",
+                                                          str(builder), def_line)
+    assert unit["reason"] == (f"error: changed code not run by any unit probe: {builder}:{def_line} "
+                              "FlashAttentionMetadataBuilder.build; the serve level did not run to "
+                              "cover it")
+    assert re.search(r"\n +FlashAttentionMetadataBuilder\.build +NOT TESTED +vllm\.", done.stdout)
+    assert "syncgate check: FAIL (scan FAIL" in done.stdout
 
 
 def test_check_in_a_folder_holding_vllm_imports_nothing_from_it(tmp_path):
