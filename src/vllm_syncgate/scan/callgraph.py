@@ -890,6 +890,7 @@ class _ReturnPlaces:
         self._pins: dict[tuple, Pin] = {}
         self._pin_asks: dict[int, set[str]] = {}  # the parameters a helper's pin needed
         self._active: set[tuple] = set()
+        self._pinning: set[tuple] = set()  # pins being judged
 
     def __call__(self, context: object, call: ast.Call, element: int | None,
                  caller: ValueModel | None = None) -> Place:
@@ -914,6 +915,7 @@ class _ReturnPlaces:
         if key in self._cache:
             return self._cache[key]
         if key in self._active or len(self._active) >= self._MAX_DEPTH:
+            self.facts.cuts += 1
             return Place.UNKNOWN, set()  # recursion, or too deep to be worth it
         self._active.add(key)
         try:
@@ -934,8 +936,16 @@ class _ReturnPlaces:
         key = (id(target), -1)
         if key not in self._pins:
             self._pins[key] = Pin.UNKNOWN  # recursion
-            self._pins[key] = self._pin_of(target, None)
+            self._pinning.add(key)
+            try:
+                self._pins[key] = self._pin_of(target, None)
+            finally:
+                self._pinning.discard(key)
+        elif key in self._pinning:
+            self.facts.cuts += 1
         pin = self._pins[key]
+        if pin is Pin.UNKNOWN and key in self._active:
+            self.facts.cuts += 1
         judged = None if pin is not Pin.UNKNOWN or key in self._active else \
             _host_arguments(target, call, caller, self._pin_asks.get(id(target), set()))
         if judged is None:
@@ -945,10 +955,14 @@ class _ReturnPlaces:
         if per_call not in self._pins:
             self._pins[per_call] = Pin.UNKNOWN  # recursion
             self._active.add(key)
+            self._pinning.add(per_call)
             try:
                 self._pins[per_call] = self._pin_of(target, passed)
             finally:
                 self._active.discard(key)
+                self._pinning.discard(per_call)
+        elif per_call in self._pinning:
+            self.facts.cuts += 1
         return self._pins[per_call]
 
     def _returns_device_record(self, target: FunctionInfo) -> bool:
@@ -1035,6 +1049,9 @@ def _passed(target: FunctionInfo, call: ast.Call, caller: ValueModel) -> Argumen
     return place
 
 
+_STORING = (Place.UNKNOWN, Pin.UNKNOWN)  # a field whose constructions are being judged
+
+
 class _StoredFields:
     """Where the values stored in a record's field live, by field name: every scanned
     construction of a record class (NamedTuple, dataclass; nested ones too) declaring that
@@ -1060,8 +1077,10 @@ class _StoredFields:
     def __call__(self, name: str) -> tuple[Place, Pin]:
         found = self._done.get(name)
         if found is not None:
+            if found is _STORING:
+                self.facts.cuts += 1
             return found
-        self._done[name] = (Place.UNKNOWN, Pin.UNKNOWN)  # a field stored from itself
+        self._done[name] = _STORING  # a field stored from itself
         places: set[Place] = set()
         pins: set[Pin] = set()
         for record, position, module, top in self._records().get(name, []):
@@ -1079,7 +1098,8 @@ class _StoredFields:
                     model.bind_function(function.node, function)
                 places.add(model.place(value))
                 if len(places - {Place.UNKNOWN}) > 1:
-                    return (Place.UNKNOWN, Pin.UNKNOWN)  # constructions disagree: stop here
+                    found = self._done[name] = (Place.UNKNOWN, Pin.UNKNOWN)
+                    return found  # constructions disagree: stop here
                 pins.add(model.pin(value))
         places.discard(Place.UNKNOWN)  # a field passed on from another record says nothing
         found = (places.pop() if len(places) == 1 else Place.UNKNOWN,

@@ -225,6 +225,11 @@ class Facts:
     # field name -> (place, pin) of what every scanned construction of a record stores in a
     # field of that name (``Meta(chunk_lens=host_lens)``), asked on demand
     stored: Stored | None = None
+    # each function's locals per way of judging them, inferred once for every value model
+    # (ValueModel._locals); ``cuts`` counts answers taken from a judgement still in progress (a
+    # recursion): locals that met one are not kept, a later judgement may answer otherwise
+    locals_memo: dict[tuple, tuple] = field(default_factory=dict, repr=False, compare=False)
+    cuts: int = 0
 
 
 class Stored(Protocol):
@@ -257,6 +262,9 @@ class ValueModel:
         self.timeline: dict[str, list[tuple[int, Place]]] = {}
         self._previous: dict[str, list[tuple[int, Place]]] = {}
         self._evaluating: str | None = None  # the local whose binding _locals is evaluating
+        # what the first pass of _locals read that a second pass may read otherwise:
+        # (what, name, line); None outside that pass
+        self._reads: list[tuple[str, str, int]] | None = None
         self._function = None
         self._scope: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self._mask_names: set[str] | None = None
@@ -289,10 +297,36 @@ class ValueModel:
 
     def _locals(self) -> None:
         """Infer the locals of the bound function: in source order, twice (the second pass
-        for uses above a binding, in loops)."""
+        for uses above a binding, in loops) unless the first read nothing that a second would
+        read otherwise. Once per function and way of judging it for every value model of a
+        scan phase (``Facts.locals_memo``), unless a recursion was cut on the way."""
         node, self._function = self._function, None
         if node is None:
             return
+        key = (id(node), id(self.context), id(self.returns), self.trust_annotations, self.records)
+        memo = self.facts.locals_memo if self.arguments is None else {}
+        kept = memo.get(key)
+        if kept is not None:
+            (flow, pins, kinds, timeline, self._previous, params, rebound, dtypes,
+             annotations, asked) = kept
+            self.flow, self.pins, self.kinds, self.timeline = dict(flow), dict(pins), dict(kinds), \
+                dict(timeline)
+            self.params, self.rebound, self.dtypes = set(params), set(rebound), dict(dtypes)
+            self.annotations = dict(annotations)
+            self.asked.update(asked)
+            return
+        cuts, outer, self.asked = self.facts.cuts, self.asked, set()
+        try:
+            self._infer(node)
+        finally:
+            asked, self.asked = self.asked, outer
+            outer.update(asked)
+        if self.facts.cuts == cuts:
+            memo[key] = (dict(self.flow), dict(self.pins), dict(self.kinds), dict(self.timeline),
+                         self._previous, set(self.params), set(self.rebound), dict(self.dtypes),
+                         dict(self.annotations), asked)
+
+    def _infer(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         args = node.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
             if arg.annotation is not None:
@@ -300,7 +334,8 @@ class ValueModel:
             self.params.add(arg.arg)
         bound = bindings(node)
         self.rebound = {name for name, _value, _how, _line in bound}
-        for _ in range(2):
+        for first in (True, False):
+            self._reads = [] if first else None
             collected: dict[str, list[Place]] = {}
             pins: dict[str, list[Pin]] = {}
             dtypes: dict[str, list[str | None]] = {}
@@ -340,6 +375,25 @@ class ValueModel:
             for name, found in dtypes.items():
                 self.dtypes[name] = found[0] if len(set(found)) == 1 else None
             self.timeline = {name: sorted(t, key=lambda b: b[0]) for name, t in timeline.items()}
+            if first and self._settled():
+                self._reads, self._previous = None, self.timeline
+                break  # a second pass would read what the first did: it would change nothing
+
+    def _settled(self) -> bool:
+        """After the first pass of _locals: no read it made of a local before that local's
+        bindings were agreed (nothing was known then) would find anything now."""
+        return not any(self._known_now(*read) for read in self._reads or ())
+
+    def _known_now(self, what: str, name: str, line: int) -> bool:
+        if what == "place":  # the agreed place, or (read while binding it) an earlier binding's
+            earlier = [p for end, p in self.timeline.get(name, []) if end < line]
+            return self.flow.get(name, Place.UNKNOWN) is not Place.UNKNOWN or bool(
+                earlier and earlier[-1] is not Place.UNKNOWN)
+        if what == "pin":
+            return self.pins.get(name, Pin.UNKNOWN) is not Pin.UNKNOWN
+        if what == "dtype":
+            return self.dtypes.get(name) is not None
+        return name in self.kinds
 
     # -- questions ----------------------------------------------------------------------------
 
@@ -359,6 +413,9 @@ class ValueModel:
             earlier = [p for line, p in timeline.get(node.id, []) if line < node.lineno]
             if earlier and earlier[-1] is not Place.UNKNOWN:
                 return earlier[-1]  # logits = logits.to("cpu"): the later uses see the host copy
+            if self._reads is not None:
+                self._reads.append(("place", node.id, node.lineno if timeline is self._previous
+                                    else 0))
             known = self.flow.get(node.id, Place.UNKNOWN)
             if known is not Place.UNKNOWN:
                 return known  # dataflow wins over the name
@@ -429,6 +486,8 @@ class ValueModel:
     def pin(self, node: ast.expr) -> Pin:
         if isinstance(node, ast.Name):
             self._locals()
+            if self._reads is not None:
+                self._reads.append(("pin", node.id, 0))
             return self.pins.get(node.id, Pin.UNKNOWN)
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -513,6 +572,8 @@ class ValueModel:
             self._locals()
             if node.id in self.kinds:
                 return self.kinds[node.id]
+            if self._reads is not None:
+                self._reads.append(("kind", node.id, 0))
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -536,6 +597,8 @@ class ValueModel:
             return self.dtype(node.value)
         if isinstance(node, ast.Name):
             self._locals()
+            if self._reads is not None:
+                self._reads.append(("dtype", node.id, 0))
             return self.dtypes.get(node.id)
         if _self_attr(node):
             own = self._owned(self.facts.owner_dtype, node.attr)  # type: ignore[union-attr]
@@ -640,6 +703,8 @@ class ValueModel:
                                                                  else node.func) == "torch.bool")
         if isinstance(node, ast.Name):
             self._locals()
+            if self._reads is not None:
+                self._reads.append(("dtype", node.id, 0))
             return self.dtypes.get(node.id) == "torch.bool" or node.id in self._masks()
         return False
 
