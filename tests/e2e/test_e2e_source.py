@@ -98,14 +98,19 @@ def test_a_readback_of_a_computed_value_the_cpu_serve_level_cannot_see_is_not_a_
         vllm_branch, edit_method, tmp_path, no_leftovers):
     """``self.seq_lens[:2].max().item()`` reads a value the step computes on the device: the CPU
     serve level records nothing there, so the scan's failing site in the changed method is a NOT
-    TESTED case and the serve level is ERROR (exit 2) instead of PASS."""
+    TESTED case and the serve level is ERROR instead of PASS; the scan level FAILs at that line,
+    and a FAIL wins: the run exits 1 (the gate found a problem), the serve level still shown as
+    ERROR."""
     read = "self.seq_lens[:2].max().item()"
     root = vllm_branch("serve_unseen", lambda pkg: edit_method(
         pkg / RUNNER, "GPUModelRunner", "_update_states", prepend=[read]))
     runner = root / "vllm" / RUNNER
     line = next(i for i, x in enumerate(runner.read_text().splitlines(), 1) if x.strip() == read)
-    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source")
-    assert done.returncode == 2, done.stdout + done.stderr
+    done, doc = _serve(tmp_path, "--source", str(root), "--trust-source", "--keep-going",
+                       levels="scan,serve")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert doc["levels"]["scan"]["status"] == "fail"
+    assert "== serve: ERROR (error: " in done.stdout
     serve = doc["levels"]["serve"]
     assert serve["status"] == "error"
     assert all(s["passed"] for s in doc["scenarios"])
