@@ -23,7 +23,8 @@ EXIT_CODES = """\
 exit codes (every subcommand):
   0    passed (check, scan, repro: nothing broken; others: done)
   1    the gate failed: a scan finding, a check breach or parity difference, a broken test
-  2    usage, input or environment error (one line on stderr naming the input)
+  2    usage, input or environment error (one line on stderr naming the input); for check,
+       a level in ERROR (could not run, or left a change untested) when no level failed
   130  interrupted (Ctrl-C, SIGTERM)
 
 examples:
