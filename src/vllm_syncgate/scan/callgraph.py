@@ -13,7 +13,7 @@ import ast
 import difflib
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -434,16 +434,18 @@ class _Analysis:
         modes: dict[str, set[Guard]] = {}  # setter -> guards around its calls
         wanted = {m for attr, ms in setters.items() if attr not in facts.presence for m in ms}
         # ``.method(`` behind one literal dot (sre skips to the dots instead of trying every
-        # name at every position), ``Setter(`` as they are
-        methods = "|".join(re.escape(m) for m in sorted(wanted) if not m.endswith("()"))
-        built = "|".join(re.escape(m[:-1]) for m in sorted(wanted) if m.endswith("()"))
-        needles = [re.compile(p) for p in (methods and rf"\.(?:{methods})\(", built) if p]
+        # name at every position), ``Setter(`` as they are; each a tree of shared prefixes
+        methods = _literals(m for m in wanted if not m.endswith("()"))
+        built = _literals(m[:-1] for m in wanted if m.endswith("()"))
+        needles = [re.compile(p) for p in (methods and rf"\.{methods}\(", built) if p]
+        names = frozenset(m.removesuffix("()") for m in wanted)
         for function in self._functions():
             lines = function.module.lines[function.node.lineno - 1 : function.node.end_lineno]
             text = "\n".join(lines)
             if not any(needle.search(text) for needle in needles):
                 continue
-            for call in walker.walk(function.node, context=function, calls_only=True).calls:
+            for call in walker.walk(function.node, context=function, calls_only=True,
+                                    calling=names).calls:
                 name = call.name.rpartition(".")[2]
                 key = f"{name}()" if call.how == "name" else name
                 if call.how in ("self", "attr", "name") and key in wanted:
@@ -1072,6 +1074,7 @@ class _StoredFields:
         self._importers: dict[tuple[str, str], list[SourceModule]] | None = None
         self._calls: dict[int, dict[str, list[tuple[FunctionInfo, ast.Call]]]] = {}
         self._texts: dict[int, str] = {}
+        self._built: dict[tuple[str, int, str], list[tuple[FunctionInfo, ast.Call]]] = {}
         self._done: dict[str, tuple[Place, Pin]] = {}
 
     def __call__(self, name: str) -> tuple[Place, Pin]:
@@ -1128,7 +1131,11 @@ class _StoredFields:
 
     def _constructions(self, record: str, module: SourceModule,
                        top: str) -> list[tuple[FunctionInfo, ast.Call]]:
-        """``record(...)`` calls in ``module`` and in the modules importing ``top`` from it."""
+        """``record(...)`` calls in ``module`` and in the modules importing ``top`` from it
+        (looked up once: each field the record declares asks)."""
+        key = (record, id(module), top)
+        if key in self._built:
+            return self._built[key]
         if self._importers is None:
             self._importers = {}
             for other in self.index.modules:
@@ -1142,6 +1149,7 @@ class _StoredFields:
                 text = self._texts[id(where)] = "\n".join(where.lines)
             if needle in text:  # most importers only annotate with the record
                 found.extend(self._module_calls(where).get(record, []))
+        self._built[key] = found
         return found
 
     def _module_calls(self, module: SourceModule) -> dict[str, list[tuple[FunctionInfo, ast.Call]]]:
@@ -1159,6 +1167,26 @@ class _StoredFields:
                         if leaf:
                             calls.setdefault(leaf, []).append((function, node))
         return calls
+
+
+def _literals(words: Iterable[str]) -> str:
+    """A regular expression matching exactly ``words`` ("" for none) that branches once per
+    distinct next character (``A(?:ctive(?:EC|KV)Connector|...)``) instead of trying each word
+    in turn: the constructor names of a scan are hundreds."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(char) + emit(below) for char, below in sorted(node.items()) if char]
+        if not branches or (len(branches) == 1 and "" not in node):
+            return "".join(branches)
+        return f"(?:{'|'.join(branches)})?" if "" in node else f"(?:{'|'.join(branches)})"
+
+    return emit(tree)
 
 
 def _is_property(node: ast.AST) -> bool:

@@ -238,9 +238,14 @@ class GuardEvaluator:
         is None on the first use only, so what builds it then runs once, not per step."""
         if self._scope is None:
             return False
-        bound = [(line, value) for local, value, how, line in bindings(self._scope)  # type: ignore[arg-type]
-                 if local == name and how is None]
-        first = min(bound, key=lambda b: b[0])[1] if bound else None
+        firsts = getattr(self._scope, "_syncgate_firsts", None)
+        if firsts is None:  # kept on the node: each local's first plain binding (source order)
+            firsts = {}
+            for local, value, how, _line in bindings(self._scope):  # type: ignore[arg-type]
+                if how is None:
+                    firsts.setdefault(local, value)
+            self._scope._syncgate_firsts = firsts  # type: ignore[attr-defined]
+        first = firsts.get(name)
         if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute)):
             return False
         return first.func.attr == "get" and "cache" in dotted(first.func.value).lower()

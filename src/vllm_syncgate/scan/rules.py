@@ -213,11 +213,13 @@ class FunctionWalker:
         self.calls_only = False
 
     def walk(self, node: FunctionNode, sites: bool = True, context: object = None,
-             calls_only: bool = False) -> FunctionFacts:
+             calls_only: bool = False, calling: frozenset[str] = frozenset()) -> FunctionFacts:
         """Sites, calls and ``self.`` assignments; ``sites=False`` collects assignments only;
         ``calls_only`` collects only the ``self.``/``self.x.``/``super().``/plain-name calls with
         their conditions, asking the value model nothing (the setter prefilter's walks: the
-        residence of the function's locals is not computed for them).
+        residence of the function's locals is not computed for them); with ``calling``, only
+        the statements that hold a call of one of those names are walked (the others' calls
+        are not wanted; the conditions of early exits still count).
 
         ``context`` identifies the function for the value model's return-value lookups.
         """
@@ -228,7 +230,8 @@ class FunctionWalker:
         self.sites_enabled = sites
         self.calls_only = calls_only
         # collecting assignments only: the statements that store on self (the rest is skipped)
-        self._storing = None if sites else _storing(node)
+        self._storing = _calling(node, calling) if calls_only and calling else \
+            None if sites else _storing(node)
         for decorator in node.decorator_list:
             self._expr(decorator, ())
         self._block(node.body, ())
@@ -739,6 +742,39 @@ def _storing(function: FunctionNode) -> set[int]:
             visit(statement)
         function._syncgate_storing = found  # type: ignore[union-attr]
     return found
+
+
+def _calling(function: FunctionNode, names: frozenset[str]) -> set[int]:
+    """Ids of the statements of ``function`` that hold a call of one of ``names`` (``name(``,
+    ``x.name(``; any ``partial(``, which may bind ``self.name``), nested ones included."""
+    found: set[int] = set()
+
+    def visit(statement: ast.stmt) -> bool:
+        hit = False
+        for field in child_fields(type(statement)):
+            value = getattr(statement, field, None)
+            for item in value if isinstance(value, list) else (value,):
+                if isinstance(item, ast.stmt):
+                    hit = visit(item) or hit
+                elif isinstance(item, ast.excepthandler | ast.match_case):
+                    for child in item.body:
+                        hit = visit(child) or hit
+                elif isinstance(item, ast.AST) and not hit:
+                    hit = any(isinstance(n, ast.Call) and _called(n) in names for n in walk(item))
+        if hit:
+            found.add(id(statement))
+        return hit
+
+    names = names | {"partial"}
+    for statement in function.body:
+        visit(statement)
+    return found
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else \
+        func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def element_class(annotation: ast.expr) -> str:

@@ -12,7 +12,6 @@ import ast
 import os
 import re
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -584,6 +583,23 @@ def _package(name: str, wanted: Callable[[str], bool]) -> str:
 _CLASS_LINE = re.compile(r"^class\s+(\w+)\s*(?:\(([^)]*)\))?", re.M)
 
 
+def _class_lines(text: str) -> Iterator[re.Match[str]]:
+    """``_CLASS_LINE.finditer(text)``, trying only the lines that start with ``class`` (sre
+    tries a ``^`` of re.M at every position: most of a package's time to read its classes)."""
+    at = 0
+    while True:
+        if not text.startswith("class", at):
+            at = text.find("\nclass", at) + 1
+            if not at:
+                return
+        match = _CLASS_LINE.match(text, at)
+        if match is None:
+            at += 1
+        else:
+            yield match
+            at = match.end()
+
+
 def _defines(file: Path, wanted: Callable[[str], bool], limit: int) -> bool:
     """Whether a module defines a class ``wanted`` names (by its name or a base's), read as
     text: a package's other modules are not parsed at all."""
@@ -591,7 +607,7 @@ def _defines(file: Path, wanted: Callable[[str], bool], limit: int) -> bool:
         text = read_regular(file, limit).decode("utf-8", "replace")
     except (OSError, TooLarge):
         return False
-    for match in _CLASS_LINE.finditer(text):
+    for match in _class_lines(text):
         bases = [b.strip().partition("[")[0].rpartition(".")[2]
                  for b in (match.group(2) or "").split(",")]
         if wanted(match.group(1)) or any(wanted(b) for b in bases if b):
@@ -637,11 +653,23 @@ def child_fields(cls: type) -> tuple[str, ...]:
 def walk(tree: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk``'s nodes in its order (breadth first) but for the ``ctx`` markers, without
     its per-node generators and reading only the fields that can hold nodes: the locals of
-    every reached function are found by walking it."""
-    todo = deque([tree])
-    pop, push, node_type, table = todo.popleft, todo.append, ast.AST, _CHILD_FIELDS
-    while todo:
-        node = pop()
+    every reached function are found by walking it. A function's nodes are listed once and
+    kept on it: its locals, its calls and its conditions are each looked for by a walk."""
+    if type(tree) in _FUNCTIONS:
+        nodes = getattr(tree, "_syncgate_nodes", None)
+        if nodes is None:
+            nodes = tree._syncgate_nodes = _nodes(tree)  # type: ignore[attr-defined]
+        return iter(nodes)
+    return iter(_nodes(tree))
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    nodes = [tree]
+    push, node_type, table = nodes.append, ast.AST, _CHILD_FIELDS
+    for node in nodes:  # a queue: what is pushed is visited after the nodes before it
         fields = table.get(type(node))
         if fields is None:
             fields = child_fields(type(node))
@@ -653,7 +681,7 @@ def walk(tree: ast.AST) -> Iterator[ast.AST]:
                         push(item)
             elif isinstance(value, node_type):
                 push(value)
-        yield node
+    return nodes
 
 
 def _depth(tree: ast.AST) -> int:
