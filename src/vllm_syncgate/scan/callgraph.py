@@ -13,7 +13,7 @@ import ast
 import difflib
 import re
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -23,7 +23,13 @@ from vllm_syncgate.audit.budgets import AllowRule
 from vllm_syncgate.errors import ScanError
 from vllm_syncgate.scan.cache import ScanCache, fingerprint
 from vllm_syncgate.scan.config import ScanConfig, load_config
-from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, tree_config_sources
+from vllm_syncgate.scan.guards import (
+    Condition,
+    Guard,
+    GuardEvaluator,
+    config_overrides,
+    tree_config_sources,
+)
 from vllm_syncgate.scan.memory import paused_collector
 from vllm_syncgate.scan.rules import (
     Assignment,
@@ -31,6 +37,7 @@ from vllm_syncgate.scan.rules import (
     FunctionFacts,
     FunctionWalker,
     Site,
+    element_class,
     explain,
     strongest,
 )
@@ -207,6 +214,10 @@ def _scan(
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
         raise ScanError(f"nothing could be scanned: {detail.file}: {detail.reason}")
+    hooks = [m.node for c in index.classes for m in c.methods.values()
+             if config.config_hooks.match(m.name)]
+    if hooks:  # a scanned platform's config hook: what it forces is the default it runs with
+        config = replace(config, config_overrides=config_overrides(hooks))
     analysis = _Analysis(index, config)
     runners, warnings = _entry_points(index, config, entries)
     warnings = [*index.warnings, *warnings]
@@ -288,6 +299,7 @@ class _Analysis:
         # (module, class name) -> classes a module-level patch puts in its place
         # (``vllm.v1.worker.gpu.buffer_utils.UvaBuffer = UvaBufferWrapper`` in a plugin)
         self._patches = _patched_classes(index)
+        self._function_patches = _patched_functions(index)
         # classes a run-time dispatch may land in (every attention metadata builder)
         self._implementations = [c for c in index.classes if self._implements(c)]
         # of those, the ones a model picks without any switch (a model family's own backend)
@@ -569,6 +581,10 @@ class _Analysis:
                 return []
             found = self.index.lookup(ctx, call.name, after=function.owner)
             return [(ctx, found)] if found else []
+        imported = function.module.imports.get(call.name)
+        patched = self._function_patches.get(imported) if imported is not None else None
+        if patched is not None:
+            return [(None, patched)]  # a plugin replaced the module's function it imports
         module_function = self.index.resolve_function(function.module, call.name)
         if module_function is not None:
             return [(None, module_function)]
@@ -809,7 +825,7 @@ class _Analysis:
         kind = site.kind.value
         reason, record = "", ""
         known = site.known
-        if site.target and self._argument(path, site.target)[0] is Place.HOST:
+        if site.target and self._argument(path, *site.target.split(".", 1))[0] is Place.HOST:
             return None  # x.to(device=t.device) where every caller passes a host t: host to host
         if site.param:
             # a parameter read back: the callers' arguments say where it lives, before its name
@@ -996,6 +1012,16 @@ class _ReturnPlaces:
             and caller.owner is not None
         ):
             return self.index.lookup(caller.owner, func.attr)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            # meta.compute_num_computed_tokens() of a parameter ``meta: CommonAttentionMetadata``
+            # of a scanned class: that class's method
+            args = caller.node.args
+            annotation = next((a.annotation for a in [*args.posonlyargs, *args.args,
+                                                       *args.kwonlyargs]
+                               if a.arg == func.value.id and a.annotation is not None), None)
+            cls = self.index.resolve_class(caller.module, element_class(annotation)) \
+                if annotation is not None else None
+            return self.index.lookup(cls, func.attr) if cls is not None else None
         return None
 
     def _compute(self, target: FunctionInfo, element: int | None,
@@ -1194,21 +1220,41 @@ def _is_property(node: ast.AST) -> bool:
                for d in getattr(node, "decorator_list", []))
 
 
-def _patched_classes(index: SourceIndex) -> dict[tuple[str, str], list[ClassInfo]]:
-    """``pkg.module.Name = Local`` at a module's top level, ``Local`` a scanned class: objects
-    built as ``Name(...)`` in ``pkg.module`` may be ``Local`` (a plugin's patch of vLLM)."""
-    found: dict[tuple[str, str], list[ClassInfo]] = {}
+def _module_patches(index: SourceIndex) -> Iterator[tuple[tuple[str, str], SourceModule, str]]:
+    """``pkg.module.Name = Local`` at a scanned module's top level: ((``pkg.module``, ``Name``),
+    the module, ``Local``)."""
     for module in index.modules:
         for statement in module.tree.body:
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Attribute)
-                    and isinstance(statement.value, ast.Name)):
-                continue
-            target = statement.targets[0]
-            cls = index.resolve_class(module, statement.value.id)
-            if cls is not None and dotted(target.value):
-                found.setdefault((dotted(target.value), target.attr), []).append(cls)
+                    and isinstance(statement.value, ast.Name)
+                    and dotted(statement.targets[0].value)):
+                target = statement.targets[0]
+                yield (dotted(target.value), target.attr), module, statement.value.id
+
+
+def _patched_classes(index: SourceIndex) -> dict[tuple[str, str], list[ClassInfo]]:
+    """``pkg.module.Name = Local``, ``Local`` a scanned class: objects built as ``Name(...)`` in
+    ``pkg.module`` may be ``Local`` (a plugin's patch of vLLM)."""
+    found: dict[tuple[str, str], list[ClassInfo]] = {}
+    for key, module, local in _module_patches(index):
+        cls = index.resolve_class(module, local)
+        if cls is not None:
+            found.setdefault(key, []).append(cls)
     return found
+
+
+def _patched_functions(index: SourceIndex) -> dict[tuple[str, str], FunctionInfo]:
+    """``vllm.model_executor.layers.fla.ops.chunk_gated_delta_rule = chunk_gated_delta_rule``,
+    the value a scanned module function: a call of ``pkg.module.Name`` (imported by name) runs
+    the plugin's function, whether or not the scan reads ``pkg.module``. A name two patches
+    replace differently is left out."""
+    found: dict[tuple[str, str], list[FunctionInfo]] = {}
+    for key, module, local in _module_patches(index):
+        function = index.resolve_function(module, local)
+        if function is not None and function.owner is None:
+            found.setdefault(key, []).append(function)
+    return {key: fs[0] for key, fs in found.items() if len({id(f) for f in fs}) == 1}
 
 
 def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:

@@ -22,7 +22,7 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
                 "forward_methods", "layer_modules"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
-               "default_implementations", "switched"),
+               "default_implementations", "switched", "config_hooks", "family_off"),
     "values": ("host", "device", "device_modules", "device_records", "context_records",
                "arithmetic"),
 }
@@ -32,7 +32,7 @@ _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
      "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched",
-     "context_records", "arithmetic"}
+     "context_records", "arithmetic", "config_hooks", "family_off"}
 )
 
 
@@ -87,6 +87,13 @@ class ScanConfig:
     op_dispatch: tuple[str, ...] = ()
     # ``switch=glob``: values named by the glob exist only with the config switch's feature on
     switched: tuple[str, ...] = ()
+    # methods where a platform rewrites the config it is handed (``check_and_update_config``)
+    config_hooks: Patterns = field(default_factory=lambda: Patterns(()))
+    # ``ClassGlob=switch``: in that model family's classes the run-time switch is off
+    family_off: tuple[str, ...] = ()
+    # (field, value) the scanned platforms' hooks force on the config, set by
+    # :func:`vllm_syncgate.scan.callgraph.scan`: they win over the config's own defaults
+    config_overrides: tuple[tuple[str, bool], ...] = ()
     # ``call.field``: that field of what ``call()`` returns holds device records (by layer)
     context_records: tuple[str, ...] = ()
     # the scanned tree's own config modules (its defaults judge its switches), set by
@@ -122,6 +129,9 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
     bad = next((v for v in values["switched"] if not re.fullmatch(r"\w+=\S+", v)), None)
     if bad is not None:
         raise ConfigError(source, "guards.switched", f"{bad!r} is not 'switch=glob'")
+    bad = next((v for v in values["family_off"] if not re.fullmatch(r"\S+=\w+", v)), None)
+    if bad is not None:
+        raise ConfigError(source, "guards.family_off", f"{bad!r} is not 'ClassGlob=switch'")
     unknown_tables = set(data) - set(_SCHEMA)
     if unknown_tables:
         raise ConfigError(source, sorted(unknown_tables)[0], "unknown table")
@@ -152,5 +162,7 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         device_records=Patterns(values["device_records"]),
         arithmetic=Patterns(values["arithmetic"]),
         switched=values["switched"],
+        config_hooks=Patterns(values["config_hooks"]),
+        family_off=values["family_off"],
         context_records=values["context_records"],
     )

@@ -65,6 +65,39 @@ def tree_config_sources(paths: Sequence[str]) -> tuple[str, ...]:
     return ()
 
 
+def config_overrides(hooks: Sequence[ast.AST]) -> tuple[tuple[str, bool], ...]:
+    """``(field, value)`` for each bool a platform's config hook stores in a config field
+    (``vllm_config.model_config.disable_cascade_attn = True``) outside any branch but a test that
+    the config is there (``if vllm_config.model_config is not None:``): what that platform runs
+    with, whatever the config class defaults to. A field two hooks force differently is left
+    out."""
+    found: dict[str, set[bool]] = {}
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            if isinstance(statement, ast.If) and _config_present(statement.test):
+                visit(statement.body)
+            elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant) \
+                    and isinstance(statement.value.value, bool):
+                for target in statement.targets:
+                    chain = _chain(target) if isinstance(target, ast.Attribute) else []
+                    if len(chain) >= 2 and chain[-2].endswith("config"):
+                        found.setdefault(chain[-1], set()).add(statement.value.value)
+
+    for hook in hooks:
+        visit(getattr(hook, "body", []))
+    return tuple(sorted((name, values.pop()) for name, values in found.items()
+                        if len(values) == 1))
+
+
+def _config_present(test: ast.expr) -> bool:
+    """``if cfg.model_config is not None:`` / ``if model_config:``: the config is there."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+            and is_none(test.comparators[0]):
+        test = test.left
+    return isinstance(test, ast.Name | ast.Attribute) and _chain(test)[-1].endswith("config")
+
+
 @cache
 def _config_texts(sources: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
     """(file name, text) of the config modules and ``envs.py`` of the scanned tree
@@ -207,15 +240,26 @@ class GuardEvaluator:
         self._flags: dict[str, ast.expr] = {}
         self._reading: set[str] = set()
         self._scope: ast.AST | None = None
+        self._family_off: set[str] = set()
         sources = config.config_sources
         self.opt_ins = installed_opt_ins(sources)
         self.disabled = disabled_features(sources)
+        if config.config_overrides:  # what a scanned platform forces wins over the defaults
+            forced = dict(config.config_overrides)
+            self.opt_ins = (self.opt_ins - set(forced)) | {
+                f for f, on in forced.items() if not on and not f.startswith("disable_")}
+            self.disabled = (self.disabled - set(forced)) | {
+                f for f, on in forced.items() if on and f.startswith("disable_")}
         self.defaults = installed_defaults(sources)
         self.graph_mode = installed_graph_mode(sources)
 
-    def bind_function(self, node: ast.AST) -> None:
-        """Local flags (``needs_sync = a and not b``) are looked up on first use."""
+    def bind_function(self, node: ast.AST, owner: str = "") -> None:
+        """Local flags (``needs_sync = a and not b``) are looked up on first use; ``owner``
+        (the method's class) decides its model family's switches (``[guards] family_off``)."""
         self._function, self._flags, self._scope = node, {}, node
+        self._family_off = {switch for entry in self.config.family_off
+                            for glob, _, switch in [entry.partition("=")]
+                            if owner and fnmatch.fnmatchcase(owner, glob)}
 
     def _flag(self, name: str) -> ast.expr | None:
         """The value of a local bound exactly once, so ``if needs_sync:`` reads through it."""
@@ -273,9 +317,27 @@ class GuardEvaluator:
             self._scope._syncgate_fills = filled  # type: ignore[attr-defined]
         return node.attr in filled
 
+    def _rebuilt_on_change(self, test: ast.BoolOp) -> bool:
+        """``self.mask is None or self.mask.dtype != dtype``: a member built on first use and
+        built again only when a property of its own differs from the call's (the dtype, the
+        device a model keeps for its life): the first use, as ``self.mask is None``."""
+        first = test.values[0]
+        if not (isinstance(test.op, ast.Or) and isinstance(first, ast.Compare)
+                and isinstance(first.ops[0], ast.Is) and is_none(first.comparators[0])
+                and self._fills(first.left)):
+            return False
+        member = _chain(first.left)
+        return all(isinstance(v, ast.Compare) and len(v.ops) == 1
+                   and isinstance(v.ops[0], ast.NotEq)
+                   and _chain(v.left)[:len(member)] == member and len(_chain(v.left)) > len(member)
+                   and _chain(v.left)[-1] in ("dtype", "device")
+                   for v in test.values[1:])
+
     def evaluate(self, test: ast.expr) -> Truth:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.evaluate(test.operand).negate()
+        if isinstance(test, ast.BoolOp) and self._rebuilt_on_change(test):
+            return self.evaluate(test.values[0])
         if isinstance(test, ast.BoolOp):
             parts = [self.evaluate(v) for v in test.values]
             decisive = isinstance(test.op, ast.And) is False  # Or: any True decides
@@ -373,7 +435,7 @@ class GuardEvaluator:
                 return Truth(False, Guard.OPT_IN)
         if self.config.async_scheduling.match(names[-1]):
             return Truth(False, Guard.ASYNC_SCHEDULING)
-        if len(names) > 1 and names[-1] in self.opt_ins:
+        if len(names) > 1 and (names[-1] in self.opt_ins or names[-1] in self._family_off):
             return Truth(False, Guard.OPT_IN)  # a switch the installed vLLM defaults to off
         if len(names) > 1 and names[-1] in self.disabled:
             return Truth(True, Guard.OPT_IN)  # disable_x = True: feature x is opt-in

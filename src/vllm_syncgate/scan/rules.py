@@ -115,6 +115,11 @@ _WHY = (
                       f"returns when the copy is done; non_blocking does not help ({_GP} §3)"),
     ("non_blocking, pageable", f"non_blocking into pageable memory still blocks ({_GP} §1: "
                                "7.96 ms behind an 8 ms kernel; torch's sync debug mode misses it)"),
+    ("without non_blocking", "a copy without non_blocking=True returns only when it is done, "
+                             "so the host waits for the copy and for the work queued on the "
+                             f"stream ahead of it ({_GP} §1: the blocking copies 7.97-7.99 ms "
+                             "behind an 8 ms kernel; the same pinned host-to-device copy queued "
+                             "with non_blocking=True returns in 0.01 ms)"),
     ("Tensor.copy_", f"a blocking device-to-host copy waits for the stream ({_GP} §1: 7.97 ms)"),
     ("Tensor.to(cpu)", f"a blocking device-to-host copy waits for the stream ({_GP} §1: 7.99 ms)"),
     ("synchronize", f"waits for the work queued before it ({_GP} §1: 7.95-7.97 ms behind an 8 ms "
@@ -224,7 +229,8 @@ class FunctionWalker:
         ``context`` identifies the function for the value model's return-value lookups.
         """
         self.values.bind_function(node, context)
-        self.guards.bind_function(node)
+        owner = getattr(context, "owner", None)
+        self.guards.bind_function(node, owner.name if owner is not None else "")
         self._function = node
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites
@@ -250,12 +256,7 @@ class FunctionWalker:
                 self._statement(statement, stack)
             elif not any(id(later) in storing for later in statements[position + 1 :]):
                 return  # nothing left in this block stores on self
-            if (
-                isinstance(statement, ast.If)
-                and not statement.orelse
-                and statement.body
-                and isinstance(statement.body[-1], _TERMINATORS)
-            ):
+            if isinstance(statement, ast.If) and not statement.orelse and _exits(statement.body):
                 # early exit: the rest of the block runs only when the test was false
                 stack = (*stack, self._condition(statement.test, positive=False))
 
@@ -604,7 +605,8 @@ class FunctionWalker:
             if not is_true(keyword(node, "non_blocking")) and place is not Place.HOST:
                 self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(cpu)", stack,
                            known=place is Place.DEVICE)
-        elif method in ("to", "cuda", "npu") and _targets_device(node, method):
+        elif method in ("to", "cuda", "npu") and _targets_device(node, method) and not (
+                method == "to" and values.to_host_device(node)):
             self._host_to_device(node, receiver, f"Tensor.{method}(device)", stack)
         elif method in ("tensor", "as_tensor") and dotted(receiver) == "torch":
             self._tensor_of_host_data(node, stack)
@@ -643,6 +645,11 @@ class FunctionWalker:
         elif not values.contiguous(source):
             self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a strided view", stack,
                        target=target)
+        elif not is_true(keyword(node, "non_blocking")):
+            # pinned or not, a copy that is not queued returns when the stream has run
+            # everything before it and the copy
+            self._site(node, SyncKind.BLOCKING_COPY, f"{api} without non_blocking", stack,
+                       target=target)
 
     def _host_copy_of_param(self, source: ast.expr) -> str | None:
         """The parameter ``p`` when ``source`` is ``p.cpu()`` / ``p.to("cpu")`` (of a value
@@ -659,10 +666,12 @@ class FunctionWalker:
         return None
 
     def _target_param(self, node: ast.Call) -> str:
-        """The parameter ``t`` of ``x.to(device=t.device)`` / ``x.to(t.device)``: "" otherwise."""
+        """The parameter ``t`` of ``x.to(device=t.device)`` / ``x.to(t.device)``, ``meta.field``
+        where ``t`` is a field read off parameter ``meta`` (through locals): "" otherwise."""
         device = keyword(node, "device") or (node.args[0] if node.args else None)
         if isinstance(device, ast.Attribute) and device.attr == "device":
-            return self.values.param(device.value) or ""
+            found = self.values.derived(device.value)
+            return ".".join(part for part in found if part) if found else ""
         return ""
 
     def _tensor_of_host_data(self, node: ast.Call, stack: tuple[Condition, ...]) -> None:
@@ -715,6 +724,18 @@ class FunctionWalker:
     ) -> None:
         self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host,
                                      field, target))
+
+
+def _exits(statements: list[ast.stmt]) -> bool:
+    """The block always leaves: it ends in ``return``/``raise``/``continue``/``break``, or in an
+    ``if``/``else`` whose every branch does (``if dcp: ...; return out`` ``else: ...; return
+    out``)."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _exits(last.body) and _exits(last.orelse)
+    return isinstance(last, _TERMINATORS)
 
 
 def _storing(function: FunctionNode) -> set[int]:

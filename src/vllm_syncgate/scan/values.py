@@ -371,7 +371,7 @@ class ValueModel:
             for name, values in collected.items():
                 self.flow[name] = _agree(values, Place.UNKNOWN)
             for name, values in pins.items():
-                self.pins[name] = _agree(values, Pin.UNKNOWN)
+                self.pins[name] = _may_pin(values)
             for name, found in dtypes.items():
                 self.dtypes[name] = found[0] if len(set(found)) == 1 else None
             self.timeline = {name: sorted(t, key=lambda b: b[0]) for name, t in timeline.items()}
@@ -743,12 +743,25 @@ class ValueModel:
         self._locals()
         if node.id in self.params:
             return (node.id, field_name) if node.id not in self.rebound \
-                or self._converted_in_place(node.id) else None
+                or self._converted_in_place(node.id) or self._before_rebinding(node) else None
         found = self.bound(node.id)
         if found is None or found[1] is not None or depth >= 4:
             return None
         upstream = self.derived(found[0], depth + 1)
         return None if upstream is None else (upstream[0], upstream[1] or field_name)
+
+    def _before_rebinding(self, node: ast.Name) -> bool:
+        """A parameter read before any rebinding of it takes effect, outside loops
+        (``cu = cu.cpu()`` reads the caller's ``cu``): still what the callers pass."""
+        scope = self._scope
+        if scope is None:
+            return False
+        if any(binding_end(value, line) < node.lineno
+               for name, value, _how, line in bindings(scope) if name == node.id):
+            return False
+        return not any(isinstance(n, ast.For | ast.While | ast.AsyncFor)
+                       and n.lineno <= node.lineno <= (n.end_lineno or n.lineno)
+                       for n in walk(scope))
 
     def _converted_in_place(self, name: str) -> bool:
         """Every binding of parameter ``name`` is a view or conversion of ``name`` itself."""
@@ -859,6 +872,12 @@ class ValueModel:
             and self.config.device_modules.match(chain[1])
         )
 
+    def to_host_device(self, call: ast.Call) -> bool:
+        """``x.to(t.device)`` / ``x.to(device=t.device)`` of a host tensor ``t``: no device."""
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        return isinstance(target, ast.Attribute) and target.attr == "device" and \
+            self.place(target.value) is Place.HOST
+
     def _host_allocation(self, call: ast.Call) -> bool:
         """No device, ``"cpu"``, or the device of a host value (``device=lens_cpu.device``:
         a padding row appended to a host tensor stays on the host)."""
@@ -914,6 +933,8 @@ class ValueModel:
                     return Place.HOST
                 if to_parameter(self, node):
                     return Place.UNKNOWN  # x.to(cu_seqlens): where the caller's tensor lives
+                if self.to_host_device(node):
+                    return Place.HOST  # x.to(lens_cpu.device): where a host tensor lives
                 receiver = self.place(func.value)
                 return Place.DEVICE if receiver is Place.HOST and moves_to_device(node) \
                     else receiver
@@ -922,8 +943,19 @@ class ValueModel:
                 if returned is not Place.UNKNOWN:
                     return returned
             receiver = self.place(func.value)
+            if receiver is Place.UNKNOWN and isinstance(func.value, ast.Name):
+                returned = self._returned(node, None)  # a method of a parameter's scanned class
+                if returned is not Place.UNKNOWN:
+                    return returned
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+def _may_pin(found: list[Pin]) -> Pin:
+    """A local's pinning over its bindings: a local rebound to a new pageable tensor on some
+    path (``q = torch.cat([q, pad])`` under ``if padded:``) may be pageable where it is copied,
+    and that path's upload blocks; otherwise the bindings must agree."""
+    return Pin.PAGEABLE if Pin.PAGEABLE in found else _agree(found, Pin.UNKNOWN)
 
 
 def _stripped(node: ast.expr) -> tuple[ast.expr, str]:
@@ -984,6 +1016,13 @@ def annotation_place(annotation: ast.expr) -> Place:
     name = dotted(annotation)
     if name in _TENSOR_ANNOTATIONS:
         return Place.DEVICE
+    if isinstance(annotation, ast.Subscript) and not name.endswith("NDArray"):
+        # dict[int, torch.Tensor]: a host container of tensors says nothing about where they
+        # live (an item read off it is a tensor); list[int] is host data
+        inner = annotation.slice
+        items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        if any(annotation_place(item) is Place.DEVICE for item in items):
+            return Place.UNKNOWN
     if name in _HOST_ANNOTATIONS or name.rpartition(".")[2] in _HOST_ANNOTATIONS:
         return Place.HOST
     return Place.UNKNOWN

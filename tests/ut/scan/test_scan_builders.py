@@ -39,7 +39,7 @@ def _reported(root: Path, **kwargs) -> set[tuple[str, int, str, str]]:
 
 def test_builders_fixture_reports_exactly_the_marked_sites(builders, marked_families):
     expected = marked_families(builders)
-    assert len(expected) == 5
+    assert len(expected) == 6
     assert set(expected.values()) == {"dispatch", "lazy", "default"}
     assert _reported(builders) == set(expected)
 

@@ -21,7 +21,7 @@ class FlashAttentionMetadataBuilder(AttentionMetadataBuilder):
             [lens, torch.ones(1, dtype=lens.dtype, device=lens.device)]
         )
         widths = lens.tolist()
-        self.lens_dev[:n].copy_(lens, non_blocking=True)
+        self.lens_dev[:n].copy_(lens, non_blocking=True)  # expect: blocking_copy none dispatch
         longest = self.lens_dev[:n].max().item()  # expect: blocking_readback none dispatch
         starts = torch.from_numpy(np.cumsum(lens.numpy())).to(self.device, non_blocking=True)  # expect: blocking_copy none dispatch
         return (longest_host, widths, longest, starts, self.causal_mask())
