@@ -46,6 +46,7 @@ from vllm_syncgate.scan.sources import (
     FileBudget,
     Follow,
     FunctionInfo,
+    FunctionNode,
     Problem,
     SourceIndex,
     SourceModule,
@@ -492,7 +493,7 @@ class _Analysis:
             return []
         made: list[ClassInfo] = []
         builders = {n: v for n, v in _local_calls(factory.node)}
-        for value in _returned_values(factory.node.body):
+        for value in _returns_of(factory.node):
             if isinstance(value, ast.Name) and value.id in builders:
                 value = builders[value.id]  # drafter = EagleProposer(...); return drafter
             if isinstance(value, ast.Call):
@@ -996,7 +997,7 @@ class _ReturnPlaces:
         if arguments is not None:
             model.trust_annotations = False
             model.arguments = arguments
-        pins = {model.pin(v) for v in _returned_values(target.node.body) if not is_none(v)}
+        pins = {model.pin(v) for v in _returns_of(target.node) if not is_none(v)}
         if arguments is None:
             self._pin_asks[id(target)] = set(model.asked)
         return pins.pop() if len(pins) == 1 else Pin.UNKNOWN
@@ -1033,7 +1034,7 @@ class _ReturnPlaces:
         model.trust_annotations = False
         model.arguments = arguments
         places = set()
-        for value in _returned_values(target.node.body):
+        for value in _returns_of(target.node):
             if element is not None and isinstance(value, ast.Tuple):
                 value = value.elts[element] if element < len(value.elts) else None
             elif element is not None and isinstance(value, ast.Call):
@@ -1268,6 +1269,15 @@ def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:
     ]
 
 
+def _returns_of(function: FunctionNode) -> list[ast.expr]:
+    """:func:`_returned_values` of a function's body, kept on its node (each helper's results
+    are judged for many calls)."""
+    found: list[ast.expr] | None = getattr(function, "_syncgate_returns", None)
+    if found is None:
+        found = function._syncgate_returns = _returned_values(function.body)  # type: ignore[union-attr]
+    return found
+
+
 def _returned_values(body: list[ast.stmt]) -> list[ast.expr]:
     """Values of the ``return`` statements of one function, not of functions nested in it."""
     found: list[ast.expr] = []
@@ -1290,7 +1300,7 @@ def _returned_classes(index: SourceIndex, cls: ClassInfo, getter: str) -> list[C
     method = cls.methods.get(getter)
     if method is None:
         return []
-    found = (index.resolve_class(method.module, dotted(v)) for v in _returned_values(method.node.body))
+    found = (index.resolve_class(method.module, dotted(v)) for v in _returns_of(method.node))
     return list(dict.fromkeys(c for c in found if c is not None))
 
 
@@ -1322,10 +1332,10 @@ def _layer_chosen(index: SourceIndex) -> list[ClassInfo]:
         getter = cls.methods.get("get_attn_backend")
         if getter is None:
             continue
-        for value in _returned_values(getter.node.body):
+        for value in _returns_of(getter.node):
             backend = index.resolve_class(cls.module, dotted(value))
             builders = index.lookup(backend, "get_builder_cls") if backend else None
-            for built in _returned_values(builders.node.body) if builders else []:
+            for built in _returns_of(builders.node) if builders else []:
                 builder = index.resolve_class(builders.module, dotted(built))
                 if builder is not None and builder not in chosen:
                     chosen.append(builder)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -37,17 +38,24 @@ _OPTIONAL = frozenset(
 
 
 class Patterns:
-    """fnmatch globs compiled into one regular expression, with answers cached per name."""
+    """fnmatch globs compiled into one regular expression, with answers cached per name:
+    ``match`` is the cache's own lookup (asked ~160k times a scan), computing only a new name."""
 
     def __init__(self, globs: tuple[str, ...]) -> None:
         self.globs = globs
         self._regex = re.compile("|".join(fnmatch.translate(g) for g in globs) or "(?!)")
-        self._cache: dict[str, bool] = {}
+        self.match: Callable[[str], bool] = _Answers(self._regex).__getitem__
 
-    def match(self, name: str) -> bool:
-        hit = self._cache.get(name)
-        if hit is None:
-            hit = self._cache[name] = self._regex.match(name) is not None
+
+class _Answers(dict):
+    """name -> whether the regular expression matches it, computed on first lookup."""
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        super().__init__()
+        self.regex = regex
+
+    def __missing__(self, name: str) -> bool:
+        hit = self[name] = self.regex.match(name) is not None
         return hit
 
 

@@ -13,8 +13,14 @@ import tokenize
 
 
 def python_lines(text: str) -> list[str]:
-    """``text``'s lines, numbered as ``ast`` numbers them, without their line endings."""
-    return [line.rstrip("\r\n") for line in io.StringIO(text, newline="").readlines()]
+    """``text``'s lines, numbered as ``ast`` numbers them, without their line endings (split
+    at ``\n`` alone, twice as fast, when there is no ``\r``: every file of a scan is split)."""
+    if "\r" in text:
+        return [line.rstrip("\r\n") for line in io.StringIO(text, newline="").readlines()]
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the text ends with a line ending (or is empty): no line after it
+    return lines
 
 
 def comments(text: str) -> dict[int, str]:

@@ -216,6 +216,7 @@ class FunctionWalker:
         self.properties = properties
         self._storing: set[int] | None = None
         self.calls_only = False
+        self._truths: dict[int, Truth] = {}  # the walk's evaluated tests, by node id
 
     def walk(self, node: FunctionNode, sites: bool = True, context: object = None,
              calls_only: bool = False, calling: frozenset[str] = frozenset()) -> FunctionFacts:
@@ -231,6 +232,7 @@ class FunctionWalker:
         self.values.bind_function(node, context)
         owner = getattr(context, "owner", None)
         self.guards.bind_function(node, owner.name if owner is not None else "")
+        self._truths = {}
         self._function = node
         self.facts = FunctionFacts([], [], [])
         self.sites_enabled = sites
@@ -246,7 +248,9 @@ class FunctionWalker:
     # -- statements ---------------------------------------------------------------------------
 
     def _condition(self, test: ast.expr, positive: bool) -> Condition:
-        truth = self.guards.evaluate(test)
+        truth = self._truths.get(id(test))
+        if truth is None:  # an if's test is asked for its body, its else and an early exit
+            truth = self._truths[id(test)] = self.guards.evaluate(test)
         return Condition(test, positive, truth if positive else truth.negate(), test.lineno)
 
     def _block(self, statements: list[ast.stmt], stack: tuple[Condition, ...]) -> None:
@@ -767,28 +771,28 @@ def _storing(function: FunctionNode) -> set[int]:
 
 def _calling(function: FunctionNode, names: frozenset[str]) -> set[int]:
     """Ids of the statements of ``function`` that hold a call of one of ``names`` (``name(``,
-    ``x.name(``; any ``partial(``, which may bind ``self.name``), nested ones included."""
-    found: set[int] = set()
-
-    def visit(statement: ast.stmt) -> bool:
-        hit = False
-        for field in child_fields(type(statement)):
-            value = getattr(statement, field, None)
-            for item in value if isinstance(value, list) else (value,):
-                if isinstance(item, ast.stmt):
-                    hit = visit(item) or hit
-                elif isinstance(item, ast.excepthandler | ast.match_case):
-                    for child in item.body:
-                        hit = visit(child) or hit
-                elif isinstance(item, ast.AST) and not hit:
-                    hit = any(isinstance(n, ast.Call) and _called(n) in names for n in walk(item))
-        if hit:
-            found.add(id(statement))
-        return hit
-
+    ``x.name(``; any ``partial(``, which may bind ``self.name``), nested ones included: those
+    whose lines (a decorated one's from its first decorator) hold such a call."""
     names = names | {"partial"}
-    for statement in function.body:
-        visit(statement)
+    lines = {n.lineno for n in walk(function) if isinstance(n, ast.Call) and _called(n) in names}
+    found: set[int] = set()
+    if not lines:
+        return found
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            decorators = getattr(statement, "decorator_list", ())
+            first = min([statement.lineno, *(d.lineno for d in decorators)])
+            last = statement.end_lineno or statement.lineno
+            if not any(first <= line <= last for line in lines):
+                continue
+            found.add(id(statement))
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(statement, field, None) or [])
+            for holder in [*getattr(statement, "handlers", []), *getattr(statement, "cases", [])]:
+                visit(holder.body)
+
+    visit(function.body)
     return found
 
 

@@ -105,7 +105,7 @@ class Returns(Protocol):
 
 def _combine(places: Iterable[Place]) -> Place:
     """Operands of one expression: any device operand makes a device result."""
-    seen = set(places)
+    seen = list(places)  # not a set: an enum member's hash is Python code
     if Place.DEVICE in seen:
         return Place.DEVICE
     if Place.HOST in seen:
@@ -122,7 +122,7 @@ def _combine_strict(places: set[Place]) -> Place:
 
 def _agree(values: list[enum.Enum], unknown: enum.Enum) -> enum.Enum:
     """All assignments of one name must agree, else nothing is known about it."""
-    return values[0] if values and all(v is values[0] for v in values) else unknown
+    return values[0] if values and values.count(values[0]) == len(values) else unknown
 
 
 def is_none(node: ast.expr | None) -> bool:

@@ -1,9 +1,11 @@
 """The scan's speed shortcuts answer what the long way answers: prefix-tree patterns, the
-class-line search, the setter walks that skip statements without a wanted call."""
+class-line search, the setter walks that skip statements without a wanted call, the split of a
+file into lines."""
 
 from __future__ import annotations
 
 import ast
+import io
 import random
 import re
 import textwrap
@@ -14,6 +16,7 @@ from vllm_syncgate.scan import rules
 from vllm_syncgate.scan.callgraph import _literals
 from vllm_syncgate.scan.config import load_config
 from vllm_syncgate.scan.guards import GuardEvaluator
+from vllm_syncgate.scan.lines import python_lines
 from vllm_syncgate.scan.rules import FunctionWalker, strongest
 from vllm_syncgate.scan.sources import _CLASS_LINE, _class_lines
 from vllm_syncgate.scan.values import Facts, ValueModel
@@ -98,3 +101,11 @@ def test_marking_only_the_outer_statements_is_a_broken_variant(monkeypatch):
     everything = _wanted_calls(frozenset())
     monkeypatch.setattr(rules, "_calling", outer_only)
     assert _wanted_calls(frozenset({"set_state", "Holder"})) != everything
+
+
+@pytest.mark.parametrize("breaks", ["\n", "\n\r", "\n\x0c\x1c\x85\u2028"])
+def test_lines_split_at_newlines_alone_are_the_lines_python_numbers(breaks):
+    """Without a carriage return the text is split at ``\\n``; with one, read as before."""
+    for text in ["", "\n", "a", "a\n", "a\n\nb", *_samples(5, "ab " + breaks, 400, 12)]:
+        expected = [line.rstrip("\r\n") for line in io.StringIO(text, newline="").readlines()]
+        assert python_lines(text) == expected, repr(text)
