@@ -775,11 +775,13 @@ def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
 
 def dotted(node: ast.expr) -> str:
     """``a.b.c`` for a Name/Attribute chain (``Generic[T]`` gives ``Generic``), else ``""``."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    if isinstance(node, ast.Subscript):
-        return dotted(node.value)
-    return ""
+    parts: list[str] = []
+    while True:  # a loop, not a recursion: asked ~100k times a scan
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts)) if len(parts) > 1 else node.id
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+        elif not isinstance(node, ast.Subscript):
+            return ""
+        node = node.value

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -101,6 +102,9 @@ class Returns(Protocol):
 
     def pin(self, context: object, call: ast.Call) -> Pin:
         """Whether the host buffer it returns is pinned."""
+
+
+_FIRST = operator.itemgetter(0)  # a binding's line in the timeline
 
 
 def _combine(places: Iterable[Place]) -> Place:
@@ -374,7 +378,7 @@ class ValueModel:
                 self.pins[name] = _may_pin(values)
             for name, found in dtypes.items():
                 self.dtypes[name] = found[0] if len(set(found)) == 1 else None
-            self.timeline = {name: sorted(t, key=lambda b: b[0]) for name, t in timeline.items()}
+            self.timeline = {name: sorted(t, key=_FIRST) for name, t in timeline.items()}
             if first and self._settled():
                 self._reads, self._previous = None, self.timeline
                 break  # a second pass would read what the first did: it would change nothing
