@@ -226,6 +226,10 @@ class Facts:
     owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
     owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
     owner_place: dict[tuple[int, str], Place] = field(default_factory=dict)
+    # (id of the class, dict attr, key) -> place of what its stores ``self.attr["key"] = v``
+    # put there (ValueModel._memo_slot); None while being judged
+    memo_slots: dict[tuple[int, str, str], Place | None] = field(
+        default_factory=dict, repr=False, compare=False)
     # field name -> (place, pin) of what every scanned construction of a record stores in a
     # field of that name (``Meta(chunk_lens=host_lens)``), asked on demand
     stored: Stored | None = None
@@ -459,6 +463,10 @@ class ValueModel:
         if isinstance(node, ast.Subscript):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if _self_attr(node.value):
+                    memo = self._memo_slot(node.value.attr, key.value)  # type: ignore[attr-defined]
+                    if memo is not Place.UNKNOWN:
+                        return memo  # self.cache["starts"]: where the class stored it
                 keyed = self._name_place(key.value)  # mm_input["image_grid_thw"]
                 if keyed is not Place.UNKNOWN:
                     return keyed
@@ -876,6 +884,57 @@ class ValueModel:
             and self.config.device_modules.match(chain[1])
         )
 
+    def _memo_slot(self, attr: str, key: str) -> Place:
+        """``self.cache["starts"]``: a dict the object memoises values in by key (a builder keeps
+        this step's device tensors there on its first build and reads them back on the next
+        build of the same step), so a read by that key lives where every store of the bound
+        method's class under that key (``self.cache["starts"] = starts``) puts the value, each
+        judged in its own method as a ``self.x = ...`` store is (a field of a device record
+        parameter is a device tensor); stores that disagree, or none, say nothing. Judged on demand,
+        once per class, dict and key; a store that reads its own slot back is a recursion."""
+        owner = getattr(self.context, "owner", None)
+        if owner is None:
+            return Place.UNKNOWN
+        slot = (id(owner), attr, key)
+        memo = self.facts.memo_slots
+        if slot in memo:
+            if memo[slot] is None:
+                self.facts.cuts += 1
+                return Place.UNKNOWN
+            return memo[slot]  # type: ignore[return-value]
+        memo[slot] = None  # being judged
+        places: set[Place] = set()
+        for method in owner.methods.values():
+            model: ValueModel | None = None
+            for node in walk(method.node):
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if (isinstance(target, ast.Subscript) and _self_attr(target.value)
+                            and target.value.attr == attr  # type: ignore[attr-defined]
+                            and isinstance(target.slice, ast.Constant)
+                            and target.slice.value == key):
+                        if model is None:
+                            model = ValueModel(self.config, self.facts, self.returns)
+                            model.records = True  # judged as the attribute pass judges stores
+                            model.bind_function(method.node, method)
+                        places.add(model.place(node.value))
+        found = places.pop() if len(places) == 1 else Place.UNKNOWN
+        memo[slot] = found
+        return found
+
+    def _to_argument(self, target: ast.expr) -> Place:
+        """``x.to(cu_seqlens)`` with ``cu_seqlens`` a parameter: ``x`` goes where the caller's
+        tensor lives. Unknown in the helper alone; when a call judges the helper again for its
+        arguments (``prepare(cu.cpu(), 64)``), the tensor it passes decides: a host one keeps
+        the result on the host, so a later ``.npu()`` of it is an upload of a fresh host
+        tensor, not a no-op on a device one."""
+        param = self.param(target)
+        if param is None:
+            return Place.UNKNOWN
+        self.asked.add(param)
+        return self.arguments(param) if self.arguments is not None else Place.UNKNOWN
+
     def to_host_device(self, call: ast.Call) -> bool:
         """``x.to(t.device)`` / ``x.to(device=t.device)`` of a host tensor ``t``: no device."""
         target = keyword(call, "device") or (call.args[0] if call.args else None)
@@ -936,7 +995,7 @@ class ValueModel:
                 if targets_cpu(node):
                     return Place.HOST
                 if to_parameter(self, node):
-                    return Place.UNKNOWN  # x.to(cu_seqlens): where the caller's tensor lives
+                    return self._to_argument(node.args[0])
                 if self.to_host_device(node):
                     return Place.HOST  # x.to(lens_cpu.device): where a host tensor lives
                 receiver = self.place(func.value)

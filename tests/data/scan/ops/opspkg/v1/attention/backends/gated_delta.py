@@ -18,9 +18,11 @@ class GDNAttentionMetadataBuilder(AttentionMetadataBuilder):
         self.query_start_loc[: n + 1].copy_(step.query_start_loc_cpu, non_blocking=True)
         host_indices = chunk_indices(step.query_start_loc_cpu, 64)
         device_indices = chunk_indices(self.query_start_loc[: n + 1], 64)
-        # the table of a host tensor stays on the host; the scan cannot tell (not a failure)
-        rows = chunk_table(step.query_start_loc_cpu).tolist()  # expect: blocking_readback unknown_residence to_param
-        return host_indices, device_indices, rows, self._offsets(n)
+        # the table lands where the argument lives: of the host starts it stays on the host (no
+        # readback); of starts nothing places, the scan cannot tell (not a failure)
+        host_rows = chunk_table(step.query_start_loc_cpu).tolist()
+        rows = chunk_table(step.starts).tolist()  # expect: blocking_readback unknown_residence to_param
+        return host_indices, device_indices, host_rows, rows, self._offsets(n)
 
     def _offsets(self, n):
         from opspkg.ops.fla.cumsum import chunk_offsets
