@@ -1,5 +1,6 @@
 """Shared by every test directory: where test data lives."""
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,16 @@ DATA_DIR = Path(__file__).parent / "data"
 # Test data is read by tests, never collected as tests: tests/data/npu/upstream_example/ holds a test
 # written for vllm-ascend's own suite, which the plugin tests run in a pytester tree of its own.
 collect_ignore = ["data"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a shell without job control (``cmd &``, nohup, some
+    CI agents) inherits SIGINT ignored, and so does every child it starts: the tests that press
+    Ctrl-C on a check, a repro or a server would then time out instead of testing the teardown.
+    Python keeps an ignored SIGINT ignored; a handled one is reset to the default on exec, so
+    the children get Ctrl-C as from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
