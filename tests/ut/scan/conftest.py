@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.cli import main
+from vllm_syncgate.scan.callgraph import scan
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,18 @@ def fix_shape_copy(scan_data: Path, tmp_path: Path) -> Path:
     target = tmp_path / "fix_shape"
     shutil.copytree(scan_data / "fix_shape", target)
     return target
+
+
+@pytest.fixture
+def sites_of() -> Callable[[Path, list[str], str], set[tuple[str, int, str, str]]]:
+    """``sites_of(path, entries, device)``: ``(file name, line, kind, guard)`` of every finding of
+    a scan of ``path``, the shape ``expected_sites`` reads off a fixture's marked lines."""
+
+    def sites(path: Path, entries: list[str], device: str) -> set[tuple[str, int, str, str]]:
+        return {(Path(f.file).name, f.line, f.kind, f.guard)
+                for f in scan([str(path)], entries=entries, device=device).findings}
+
+    return sites
 
 
 @pytest.fixture

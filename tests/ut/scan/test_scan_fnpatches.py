@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import callgraph, values
-from vllm_syncgate.scan.callgraph import scan
 
 ENTRY = ["PatchedModelRunner.execute_model"]
 
@@ -21,25 +20,25 @@ def plugin(scan_data: Path) -> Path:
     return scan_data / "fnpatches" / "plugin"
 
 
-def _reported(root: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(root)], entries=ENTRY, device="npu").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "npu")
 
 
-def test_the_patched_function_fails_at_the_marked_line(plugin, expected_sites):
+def test_the_patched_function_fails_at_the_marked_line(reported, plugin, expected_sites):
     expected = expected_sites(plugin)
     assert len(expected) == 1
-    assert _reported(plugin) == expected
+    assert reported(plugin) == expected
 
 
-def test_broken_variant_without_the_function_patches(plugin, monkeypatch, expected_sites):
+def test_broken_variant_without_the_function_patches(reported, plugin, monkeypatch, expected_sites):
     monkeypatch.setattr(callgraph, "_patched_functions", lambda index: {})
     (site,) = expected_sites(plugin)
-    assert site not in _reported(plugin)
+    assert site not in reported(plugin)
 
 
-def test_broken_variant_a_rebound_parameter_never_asks_its_callers(plugin, monkeypatch,
+def test_broken_variant_a_rebound_parameter_never_asks_its_callers(reported, plugin, monkeypatch,
                                                                   expected_sites):
     monkeypatch.setattr(values.ValueModel, "_before_rebinding", lambda self, node: False)
     (site,) = expected_sites(plugin)
-    assert site not in _reported(plugin)
+    assert site not in reported(plugin)

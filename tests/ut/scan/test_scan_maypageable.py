@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import values
-from vllm_syncgate.scan.callgraph import scan
 from vllm_syncgate.scan.values import Pin
 
 ENTRY = ["PadModelRunner.execute_model"]
@@ -22,27 +21,27 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "maypageable" / "pad_runner.py"
 
 
-def _reported(path: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(path)], entries=ENTRY, device="npu").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "npu")
 
 
-def test_the_upload_after_the_padding_fails_at_the_marked_line(runner, expected_sites):
+def test_the_upload_after_the_padding_fails_at_the_marked_line(reported, runner, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 1
-    assert _reported(runner) == expected
+    assert reported(runner) == expected
 
 
-def test_broken_variant_every_binding_must_agree_on_the_pin(runner, monkeypatch,
+def test_broken_variant_every_binding_must_agree_on_the_pin(reported, runner, monkeypatch,
                                                             expected_sites):
     monkeypatch.setattr(values, "_may_pin", lambda found: values._agree(found, Pin.UNKNOWN))
     (site,) = expected_sites(runner)
-    assert site not in _reported(runner)
+    assert site not in reported(runner)
 
 
-def test_broken_variant_to_a_host_tensors_device_taken_as_an_upload(runner, monkeypatch):
+def test_broken_variant_to_a_host_tensors_device_taken_as_an_upload(reported, runner, monkeypatch):
     monkeypatch.setattr(values.ValueModel, "to_host_device", lambda self, call: False)
-    reported = _reported(runner)
+    reported = reported(runner)
     # the padding entry is taken for a device tensor: the cat is no host result, and the
     # host .tolist() of the padded starts becomes a readback
     assert any(kind == "blocking_readback" for _, _, kind, _ in reported)

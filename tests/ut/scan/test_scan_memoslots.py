@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import values
-from vllm_syncgate.scan.callgraph import scan
 
 ENTRY = ["MemoModelRunner.execute_model"]
 
@@ -22,19 +21,19 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "memoslots" / "memo_runner.py"
 
 
-def _reported(path: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(path)], entries=ENTRY, device="cuda").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "cuda")
 
 
-def test_a_read_by_key_lives_where_the_class_stored_it(runner, expected_sites):
+def test_a_read_by_key_lives_where_the_class_stored_it(reported, runner, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 1
-    assert _reported(runner) == expected
+    assert reported(runner) == expected
 
 
-def test_broken_variant_no_memo_slots(runner, monkeypatch, expected_sites):
+def test_broken_variant_no_memo_slots(reported, runner, monkeypatch, expected_sites):
     monkeypatch.setattr(values.ValueModel, "_memo_slot",
                         lambda self, attr, key: values.Place.UNKNOWN)
     (site,) = expected_sites(runner)
-    assert site not in _reported(runner)
+    assert site not in reported(runner)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import callgraph
-from vllm_syncgate.scan.callgraph import scan
 
 ENTRY = ["ChunkModelRunner.execute_model"]
 
@@ -22,19 +21,19 @@ def records(scan_data: Path) -> Path:
     return scan_data / "recordmethods"
 
 
-def _reported(root: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(root)], entries=ENTRY, device="cuda").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "cuda")
 
 
-def test_a_device_result_of_the_records_method_fails_at_the_marked_line(records,
+def test_a_device_result_of_the_records_method_fails_at_the_marked_line(reported, records,
                                                                        expected_sites):
     expected = expected_sites(records)
     assert len(expected) == 1
-    assert _reported(records) == expected
+    assert reported(records) == expected
 
 
-def test_broken_variant_a_parameters_method_left_unresolved(records, monkeypatch,
+def test_broken_variant_a_parameters_method_left_unresolved(reported, records, monkeypatch,
                                                             expected_sites):
     original = callgraph._ReturnPlaces._target
 
@@ -47,4 +46,4 @@ def test_broken_variant_a_parameters_method_left_unresolved(records, monkeypatch
 
     monkeypatch.setattr(callgraph._ReturnPlaces, "_target", target)
     (site,) = expected_sites(records)
-    assert site not in _reported(records)
+    assert site not in reported(records)

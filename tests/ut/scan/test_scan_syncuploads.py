@@ -20,15 +20,15 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "syncuploads" / "upload_runner.py"
 
 
-def _reported(path: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(path)], entries=ENTRY, device="cuda").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "cuda")
 
 
-def test_uploads_without_non_blocking_fail_exactly_at_the_marked_lines(runner, expected_sites):
+def test_uploads_without_non_blocking_fail_exactly_at_the_marked_lines(reported, runner, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 3
-    assert _reported(runner) == expected
+    assert reported(runner) == expected
 
 
 def test_the_reason_cites_the_measurement(runner):
@@ -38,9 +38,9 @@ def test_the_reason_cites_the_measurement(runner):
     assert "gpu-physics.md" in rules.explain(finding.api)
 
 
-def test_broken_variant_a_missing_non_blocking_taken_as_queued_loses_them(runner, monkeypatch,
+def test_broken_variant_a_missing_non_blocking_taken_as_queued_loses_them(reported, runner, monkeypatch,
                                                                          expected_sites):
     original = rules.is_true
     monkeypatch.setattr(rules, "is_true", lambda node: node is None or original(node))
-    assert not _reported(runner) & expected_sites(runner)
+    assert not reported(runner) & expected_sites(runner)
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import values
-from vllm_syncgate.scan.callgraph import scan
 
 ENTRY = ["TileModelRunner.execute_model"]
 
@@ -22,19 +21,19 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "toargument" / "tile_runner.py"
 
 
-def _reported(path: Path) -> set[tuple[str, int, str, str]]:
-    return {(Path(f.file).name, f.line, f.kind, f.guard)
-            for f in scan([str(path)], entries=ENTRY, device="cuda").findings}
+@pytest.fixture
+def reported(sites_of):
+    return lambda path: sites_of(path, ENTRY, "cuda")
 
 
-def test_the_upload_of_a_table_made_where_a_host_argument_lives_fails(runner, expected_sites):
+def test_the_upload_of_a_table_made_where_a_host_argument_lives_fails(reported, runner, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 2
-    assert _reported(runner) == expected
+    assert reported(runner) == expected
 
 
-def test_broken_variant_to_a_parameter_always_unknown(runner, monkeypatch, expected_sites):
+def test_broken_variant_to_a_parameter_always_unknown(reported, runner, monkeypatch, expected_sites):
     monkeypatch.setattr(values.ValueModel, "_to_argument",
                         lambda self, target: values.Place.UNKNOWN)
     upload = next(site for site in expected_sites(runner) if site[2] == "blocking_copy")
-    assert upload not in _reported(runner)
+    assert upload not in reported(runner)
