@@ -59,13 +59,16 @@ from vllm_syncgate.scan.sources import (
 from vllm_syncgate.scan.values import (
     Arguments,
     Facts,
+    KeyedStores,
     Pin,
     Place,
     ValueModel,
     annotation_place,
     is_none,
+    keyed_stores,
     keyword,
     record_fields,
+    self_slot,
 )
 
 Node = tuple[ClassInfo | None, FunctionInfo]
@@ -1396,16 +1399,6 @@ def _describe(condition: Condition) -> str:
     return f"L{condition.line}: {condition.text}{tag}"
 
 
-def _slot(node: ast.expr | None) -> tuple[str, str] | None:
-    """``self.x`` -> (x, ""), ``self.cache["k"]`` -> (cache, k): a read of another self slot."""
-    if node is not None and _self_attr(node):
-        return node.attr, ""  # type: ignore[union-attr]
-    if isinstance(node, ast.Subscript) and _self_attr(node.value) and isinstance(
-            node.slice, ast.Constant) and isinstance(node.slice.value, str):
-        return node.value.attr, node.slice.value  # type: ignore[attr-defined]
-    return None
-
-
 def _self_attr(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
         and node.value.id == "self"
@@ -1420,20 +1413,8 @@ def _settle_copies(index: SourceIndex, config: ScanConfig,
     other store of unknown residence keeps the slot unknown. Returns the settled assignments
     by the id of the one they replace."""
     classes = {id(c): c for c in index.classes}
-    keyed: dict[int, dict[tuple[str, str], list[tuple[FunctionInfo, ast.expr]]]] = {}
+    keyed: KeyedStores = {}
     model = ValueModel(config, Facts())
-
-    def keyed_stores(owner: int, slot: tuple[str, str]) -> list[tuple[FunctionInfo, ast.expr]]:
-        if owner not in keyed:
-            keyed[owner] = {}
-            for method in classes[owner].methods.values():
-                for node in walk(method.node):
-                    if isinstance(node, ast.Assign):
-                        for target in node.targets:
-                            found = _slot(target)
-                            if found is not None and found[1]:
-                                keyed[owner].setdefault(found, []).append((method, node.value))
-        return keyed[owner].get(slot, [])
 
     def places(owner: int, slot: tuple[str, str], seen: frozenset) -> set[Place]:
         if (owner, slot) in seen:
@@ -1442,14 +1423,14 @@ def _settle_copies(index: SourceIndex, config: ScanConfig,
         found: set[Place] = set()
         if not slot[1]:
             for assignment in owned.get((owner, slot[0]), []):
-                inner = _slot(assignment.value)
+                inner = self_slot(assignment.value)
                 if assignment.place is Place.UNKNOWN and inner is not None:
                     found |= places(owner, inner, seen)
                 else:
                     found.add(assignment.place)
             return found
-        for function, value in keyed_stores(owner, slot):
-            inner = _slot(value)
+        for function, value in keyed_stores(classes[owner], keyed).get(slot, []):
+            inner = self_slot(value)
             if inner is not None:
                 found |= places(owner, inner, seen)
             else:
@@ -1460,7 +1441,7 @@ def _settle_copies(index: SourceIndex, config: ScanConfig,
     settled: dict[int, Assignment] = {}
     for (owner, _attr), group in owned.items():
         for assignment in group:
-            slot = _slot(assignment.value)
+            slot = self_slot(assignment.value)
             if assignment.place is not Place.UNKNOWN or slot is None or owner not in classes:
                 continue
             known = places(owner, slot, frozenset())

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.sources import dotted, walk
+from vllm_syncgate.scan.sources import ClassInfo, FunctionInfo, dotted, walk
 
 
 class Place(enum.Enum):
@@ -230,6 +230,7 @@ class Facts:
     # put there (ValueModel._memo_slot); None while being judged
     memo_slots: dict[tuple[int, str, str], Place | None] = field(
         default_factory=dict, repr=False, compare=False)
+    keyed: KeyedStores = field(default_factory=dict, repr=False, compare=False)
     # field name -> (place, pin) of what every scanned construction of a record stores in a
     # field of that name (``Meta(chunk_lens=host_lens)``), asked on demand
     stored: Stored | None = None
@@ -904,21 +905,14 @@ class ValueModel:
             return memo[slot]  # type: ignore[return-value]
         memo[slot] = None  # being judged
         places: set[Place] = set()
-        for method in owner.methods.values():
-            model: ValueModel | None = None
-            for node in walk(method.node):
-                if not isinstance(node, ast.Assign):
-                    continue
-                for target in node.targets:
-                    if (isinstance(target, ast.Subscript) and _self_attr(target.value)
-                            and target.value.attr == attr  # type: ignore[attr-defined]
-                            and isinstance(target.slice, ast.Constant)
-                            and target.slice.value == key):
-                        if model is None:
-                            model = ValueModel(self.config, self.facts, self.returns)
-                            model.records = True  # judged as the attribute pass judges stores
-                            model.bind_function(method.node, method)
-                        places.add(model.place(node.value))
+        models: dict[int, ValueModel] = {}  # one per storing method
+        for method, value in keyed_stores(owner, self.facts.keyed).get((attr, key), ()):
+            model = models.get(id(method))
+            if model is None:
+                model = models[id(method)] = ValueModel(self.config, self.facts, self.returns)
+                model.records = True  # judged as the attribute pass judges stores
+                model.bind_function(method.node, method)
+            places.add(model.place(value))
         found = places.pop() if len(places) == 1 else Place.UNKNOWN
         memo[slot] = found
         return found
@@ -1057,6 +1051,38 @@ def _self_attr(node: ast.expr | None) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def self_slot(node: ast.expr | None) -> tuple[str, str] | None:
+    """``self.x`` -> (x, ""), ``self.cache["k"]`` -> (cache, k): a read of one of the object's
+    own slots."""
+    if node is not None and _self_attr(node):
+        return node.attr, ""  # type: ignore[union-attr]
+    if isinstance(node, ast.Subscript) and _self_attr(node.value) and isinstance(
+            node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value.attr, node.slice.value  # type: ignore[attr-defined]
+    return None
+
+
+# id of a class -> (dict attr, key) -> (method, value) of each ``self.attr["key"] = value``
+KeyedStores = dict[int, dict[tuple[str, str], list[tuple[FunctionInfo, ast.expr]]]]
+
+
+def keyed_stores(owner: ClassInfo, index: KeyedStores) -> dict[tuple[str, str],
+                                                              list[tuple[FunctionInfo, ast.expr]]]:
+    """A class's stores into its dicts by key, in method and walk order: found in one walk of
+    its methods, then kept in ``index`` for every slot asked about after."""
+    found = index.get(id(owner))
+    if found is None:
+        found = index[id(owner)] = {}
+        for method in owner.methods.values():
+            for node in walk(method.node):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        slot = self_slot(target)
+                        if slot is not None and isinstance(target, ast.Subscript):
+                            found.setdefault(slot, []).append((method, node.value))
+    return found
 
 
 def record_fields(node: ast.ClassDef) -> list[Place]:
