@@ -766,9 +766,7 @@ class _Analysis:
         """The record class of ``site``'s parameter when it is one the runner fills with
         host/device pairs (``[values] device_records``) and the field read is no host data by
         its annotation or name: its fields are device tensors then."""
-        args = function.node.args
-        annotation = next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
-                           if a.arg == site.param and a.annotation is not None), None)
+        annotation = _param_annotation(function.node, site.param)
         record = dotted(annotation).rpartition(".")[2] if annotation is not None else ""
         if not record or not self.config.device_records.match(record):
             return ""
@@ -1019,10 +1017,7 @@ class _ReturnPlaces:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             # meta.compute_num_computed_tokens() of a parameter ``meta: CommonAttentionMetadata``
             # of a scanned class: that class's method
-            args = caller.node.args
-            annotation = next((a.annotation for a in [*args.posonlyargs, *args.args,
-                                                       *args.kwonlyargs]
-                               if a.arg == func.value.id and a.annotation is not None), None)
+            annotation = _param_annotation(caller.node, func.value.id)
             cls = self.index.resolve_class(caller.module, element_class(annotation)) \
                 if annotation is not None else None
             return self.index.lookup(cls, func.attr) if cls is not None else None
@@ -1397,6 +1392,13 @@ def _describe(condition: Condition) -> str:
     blocked = condition.blocks
     tag = f" [{blocked.value}]" if blocked is not None else ""
     return f"L{condition.line}: {condition.text}{tag}"
+
+
+def _param_annotation(function: FunctionNode, name: str) -> ast.expr | None:
+    """The annotation of ``function``'s parameter ``name``, if it has one."""
+    args = function.args
+    return next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                 if a.arg == name and a.annotation is not None), None)
 
 
 def _self_attr(node: ast.expr) -> bool:

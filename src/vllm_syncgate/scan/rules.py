@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -753,11 +754,8 @@ def _storing(function: FunctionNode) -> set[int]:
             targets = statement.targets if isinstance(statement, ast.Assign) else (
                 [statement.target] if isinstance(statement, ast.AnnAssign) else [])
             hit = any(_self_attribute(t) for t in targets)
-            for name in ("body", "orelse", "finalbody"):
-                for child in getattr(statement, name, None) or []:
-                    hit = visit(child) or hit
-            for holder in [*getattr(statement, "handlers", []), *getattr(statement, "cases", [])]:
-                for child in holder.body:
+            for block in _nested_blocks(statement):
+                for child in block:
                     hit = visit(child) or hit
             if hit:
                 found.add(id(statement))
@@ -787,13 +785,20 @@ def _calling(function: FunctionNode, names: frozenset[str]) -> set[int]:
             if not any(first <= line <= last for line in lines):
                 continue
             found.add(id(statement))
-            for field in ("body", "orelse", "finalbody"):
-                visit(getattr(statement, field, None) or [])
-            for holder in [*getattr(statement, "handlers", []), *getattr(statement, "cases", [])]:
-                visit(holder.body)
+            for block in _nested_blocks(statement):
+                visit(block)
 
     visit(function.body)
     return found
+
+
+def _nested_blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists a statement holds: its body, ``else`` and ``finally``, its
+    ``except`` handlers' and its ``match`` cases' bodies."""
+    for name in ("body", "orelse", "finalbody"):
+        yield getattr(statement, name, None) or []
+    for holder in [*getattr(statement, "handlers", []), *getattr(statement, "cases", [])]:
+        yield holder.body
 
 
 def _called(call: ast.Call) -> str:
