@@ -213,7 +213,7 @@ def _scan(
     # other builders' builds are opt-in and cannot fail the gate (scanned when named)
     follow = Follow(config.follow_imports.match, config.follow_packages.match,
                     config.default_implementations.match, config.dispatch_classes.match,
-                    config.follow_ops.match)
+                    config.follow_ops.match, config.model_modules.match)
     index = build_index(list(paths), budget, follow)
     if not index.modules:
         detail = (index.problems or index.skipped or [Problem(", ".join(paths), "no .py files")])[0]
@@ -320,6 +320,9 @@ class _Analysis:
         self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
         # (class, attr) -> methods ``self.attr = self.method`` binds there (forward_native)
         self._aliases: dict[tuple[int, str], list[str]] = {}
+        # (class, attr) holding a model a factory built (``self.talker =
+        # init_vllm_registered_model(...)``): calls on it land in the scanned model classes
+        self._model_slots: set[tuple[int, str]] = set()
         for cls in index.classes:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
@@ -331,10 +334,20 @@ class _Analysis:
                     if assignment.alias:
                         self._aliases.setdefault((id(cls), assignment.attr), []).append(
                             assignment.alias)
+                    if config.model_factories.match(assignment.made_by.rpartition(".")[2]):
+                        self._model_slots.add((id(cls), assignment.attr))
                     for made in self._made_by(cls.module, assignment.made_by, cls):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
+        # the classes of the model the loader builds, and the layer sampler a V0 model's
+        # ``sample`` runs: where a runner's ``self.model.method()`` may land
+        self._models = [c for c in index.classes if config.model_modules.match(c.module.name)
+                        and any(config.model_interface.match(m)
+                                for k in index.mro(c) for m in k.methods)]
+        self._samplers = [c for c in index.classes if config.sampler_classes.match(c.name)]
+        # (class, attr) -> methods a setter installs there: ``self.set_hook(self.method)``
+        self._installed = _installed_methods(index, self._models)
         settled = _settle_copies(index, config, owned)
         if settled:
             owned = {k: [settled.get(id(a), a) for a in g] for k, g in owned.items()}
@@ -342,6 +355,7 @@ class _Analysis:
         # pass 2, on demand: sites and calls of the functions the search reaches
         facts = _attribute_facts(assignments)
         facts.annotated = _annotated_fields(index)
+        facts.model_attrs = frozenset(attr for _owner, attr in self._model_slots)
         for key, group in owned.items():
             pins = {a.pin for a in group} - {Pin.UNKNOWN}
             if len(pins) == 1:
@@ -367,8 +381,9 @@ class _Analysis:
     def forward_roots(self) -> list[tuple[ClassInfo, list[FunctionInfo], Guard]]:
         """The model forward's per-step code, each class with the methods a step runs and the
         guard it starts under: the impls of the attention backends (opt-in unless the backend's
-        builder is a default), op classes (the budget's dispatch), model layers that pick their
-        backend, and classes whose methods a plugin installs on a model class."""
+        builder is a default, or it has none and its file is named on the command line), op
+        classes (the budget's dispatch), model layers that pick their backend, and classes whose
+        methods a plugin installs on a model class."""
         config, index = self.config, self.index
         roots: dict[int, tuple[ClassInfo, list[FunctionInfo], Guard]] = {}
 
@@ -388,7 +403,10 @@ class _Analysis:
             impls = _returned_classes(index, backend, "get_impl_cls")
             if impls:
                 builders = _returned_classes(index, backend, "get_builder_cls")
-                default = any(id(b) in self._defaults for b in builders)
+                # a V0 backend has no builder to say whether it is a default (the runner builds
+                # its metadata): named on the command line as a file, it is the one in use
+                default = any(id(b) in self._defaults for b in builders) \
+                    or (not builders and backend.module.named)
                 for impl in impls:
                     add(impl, self._forward_methods(impl), Guard.NONE if default else Guard.OPT_IN)
         for cls in index.classes:
@@ -564,10 +582,11 @@ class _Analysis:
             if found:
                 return [(ctx, found)]
             bound = self._bound_methods(ctx, call.name) if ctx else []
-            return bound or self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
+            return (bound or self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
+                    or self._model_calls(ctx, call.name, "__call__"))
         if call.how == "attr":
             attr, _, method = call.name.partition(".")
-            return self._attr_calls(ctx, attr, method)
+            return self._attr_calls(ctx, attr, method) or self._model_calls(ctx, attr, method)
         if call.how == "chain":
             nodes = self._chain_calls(ctx, call.name)
             return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
@@ -610,9 +629,28 @@ class _Analysis:
                         nodes.append(node)
         return nodes
 
+    def _model_calls(self, ctx: ClassInfo | None, attr: str, method: str) -> list[Node]:
+        """``self.model.method()`` where no scanned class is stored in ``self.model`` (or an
+        attribute a model factory filled): the loader's model, any scanned model class; its
+        ``sample`` runs the layer sampler when no scanned model defines one."""
+        if ctx is None or not (self.config.model_receivers.match(attr) or any(
+                (id(k), attr) in self._model_slots for k in self.index.mro(ctx))):
+            return []
+        nodes = [n for cls in self._models for n in self._methods(cls, method)]
+        if not nodes and method == "sample":
+            nodes = [n for cls in self._samplers for n in self._methods(cls, "__call__")]
+        return nodes
+
     def _methods(self, cls: ClassInfo, method: str) -> list[Node]:
         """Where ``obj.method()`` lands for an object of ``cls``: the method, else ``forward``
-        for a call of an ``nn.Module``, else the methods ``__init__`` bound to that name."""
+        for a call of an ``nn.Module``, else the methods ``__init__`` bound to that name; and
+        the methods a setter installed as that attribute (it shadows the class's own)."""
+        installed = [(cls, f) for k in self.index.mro(cls)
+                     for name in self._installed.get((id(k), method), ())
+                     if (f := self.index.lookup(cls, name)) is not None]
+        return [*installed, *self._own_methods(cls, method)]
+
+    def _own_methods(self, cls: ClassInfo, method: str) -> list[Node]:
         found = self.index.lookup(cls, method)
         if found is None and method == "__call__":
             found = self.index.lookup(cls, "forward")  # nn.Module.__call__ runs forward
@@ -1254,6 +1292,37 @@ def _patched_functions(index: SourceIndex) -> dict[tuple[str, str], FunctionInfo
         if function is not None and function.owner is None:
             found.setdefault(key, []).append(function)
     return {key: fs[0] for key, fs in found.items() if len({id(f) for f in fs}) == 1}
+
+
+def _installed_methods(index: SourceIndex, classes: list[ClassInfo]) -> dict[tuple[int, str], list[str]]:
+    """``self.set_custom_postprocess(self.talker_postprocess)`` where the setter (scanned, in
+    the class or a base) stores its parameter as ``self.postprocess``: the hook the runner
+    calls as ``model.postprocess(...)`` is that method, on the instances that install it."""
+    installed: dict[tuple[int, str], list[str]] = {}
+    for cls in classes:
+        for method in cls.methods.values():
+            for node in ast.walk(method.node):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and _self_attr(node.func)):
+                    continue
+                hooks = [(i, a.attr) for i, a in enumerate(node.args)
+                         if isinstance(a, ast.Attribute) and _self_attr(a)
+                         and a.attr in cls.methods]
+                setter = index.lookup(cls, node.func.attr) if hooks else None
+                if setter is None:
+                    continue
+                params = [a.arg for a in setter.node.args.args[1:]]
+                for statement in ast.walk(setter.node):
+                    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                            and isinstance(statement.targets[0], ast.Attribute)
+                            and _self_attr(statement.targets[0])
+                            and isinstance(statement.value, ast.Name)):
+                        for position, name in hooks:
+                            if position < len(params) and params[position] == statement.value.id:
+                                slot = installed.setdefault((id(cls), statement.targets[0].attr), [])
+                                if name not in slot:
+                                    slot.append(name)
+    return installed
 
 
 def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:

@@ -20,7 +20,8 @@ from vllm_syncgate.tomlfile import read_toml, reject_unknown_keys
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
                 "follow_ops", "dispatch_receivers", "dispatch_classes", "op_methods",
-                "forward_methods", "layer_modules"),
+                "forward_methods", "layer_modules", "model_receivers", "model_modules",
+                "model_interface", "model_factories", "sampler_classes"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations", "switched", "config_hooks", "family_off"),
@@ -33,7 +34,8 @@ _OPTIONAL = frozenset(
     {"one_without_speculation", "device_modules", "skip_classes", "opt_in", "one_by_default",
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
      "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched",
-     "context_records", "arithmetic", "config_hooks", "family_off"}
+     "context_records", "arithmetic", "config_hooks", "family_off", "model_receivers",
+     "model_modules", "model_interface", "model_factories", "sampler_classes"}
 )
 
 
@@ -86,6 +88,11 @@ class ScanConfig:
     arithmetic: Patterns = field(default_factory=lambda: Patterns(()))
     forward_methods: Patterns = field(default_factory=lambda: Patterns(()))
     layer_modules: Patterns = field(default_factory=lambda: Patterns(()))
+    model_receivers: Patterns = field(default_factory=lambda: Patterns(()))
+    model_modules: Patterns = field(default_factory=lambda: Patterns(()))
+    model_interface: Patterns = field(default_factory=lambda: Patterns(()))
+    model_factories: Patterns = field(default_factory=lambda: Patterns(()))
+    sampler_classes: Patterns = field(default_factory=lambda: Patterns(()))
     # torch's ``__setitem__`` keeps a Python number on the host for this device's tensors, so
     # ``x[mask] = 0`` is a ``masked_fill_`` (CUDA, and the CPU), not an ``index_put_`` that
     # reads the mask back: set by :func:`vllm_syncgate.scan.callgraph.scan` from the device
@@ -167,6 +174,11 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         op_methods=Patterns(values["op_methods"]),
         forward_methods=Patterns(values["forward_methods"]),
         layer_modules=Patterns(values["layer_modules"]),
+        model_receivers=Patterns(values["model_receivers"]),
+        model_modules=Patterns(values["model_modules"]),
+        model_interface=Patterns(values["model_interface"]),
+        model_factories=Patterns(values["model_factories"]),
+        sampler_classes=Patterns(values["sampler_classes"]),
         device_records=Patterns(values["device_records"]),
         arithmetic=Patterns(values["arithmetic"]),
         switched=values["switched"],

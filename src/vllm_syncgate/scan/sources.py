@@ -34,6 +34,7 @@ class SourceModule:
     # local name -> (module, attribute) for ``from M import A as local``; (module, "") for imports
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)
     followed: bool = False  # not named on the command line: reached through the runner's imports
+    named: bool = False  # the command line names this very file (not a folder holding it)
     backend: bool = False  # a builder's side: its ops are read when a call reaches them
 
 
@@ -270,6 +271,10 @@ class FileBudget:
     max_seconds: float = 10.0
 
 
+def _everything(_name: str) -> bool:
+    return True
+
+
 def _nothing(_name: str) -> bool:
     return False
 
@@ -288,6 +293,9 @@ class Follow:
     defaults: Callable[[str], bool] = _nothing
     alternatives: Callable[[str], bool] = _nothing
     ops: Callable[[str], bool] = _nothing  # op modules a backend module imports
+    # model modules: the bases their classes import from the same package are read too (the
+    # mixin whose setter installs a model's per-step hook)
+    models: Callable[[str], bool] = _nothing
 
 
 def build_index(
@@ -298,6 +306,7 @@ def build_index(
     """Parse and index ``paths``, and the modules ``follow`` adds from the same tree."""
     index = SourceIndex()
     seen: set[Path] = set()
+    named = {index.folders.real(Path(p)) for p in paths if not Path(p).is_dir()}
     for path, display in collect_files(paths, index.folders):
         real = index.folders.real(path)  # never raises, also on a symlink loop
         if real in seen:
@@ -305,6 +314,7 @@ def build_index(
         seen.add(real)
         module = _parse(path, display, index, budget)
         if module is not None:
+            module.named = real in named
             index.modules.append(module)
             index.lines += len(module.lines)
     _rebase(index)
@@ -445,6 +455,13 @@ def _follow_imports(
         module = queue.pop()
         if module.backend:
             _read_nested_imports(module)  # an op imported where it is called
+        if follow.models(module.name):
+            for name in _base_modules(module, _everything):
+                root = roots.get(name.split(".")[0])
+                file = index.folders.module_file(root, name) if name.split(".")[0] == \
+                    module.name.split(".")[0] and root is not None else None
+                if file is not None:
+                    add(file, name)
         for base, attr in module.imports.values():
             for name in (f"{base}.{attr}" if attr else base, base):
                 root = roots.get(name.split(".")[0])

@@ -234,6 +234,9 @@ class Facts:
     # field name -> (place, pin) of what every scanned construction of a record stores in a
     # field of that name (``Meta(chunk_lens=host_lens)``), asked on demand
     stored: Stored | None = None
+    # attributes a model factory filled (``self.talker = init_vllm_registered_model(...)``):
+    # like ``[values] device_modules``, what calls on them return lives on the device
+    model_attrs: frozenset[str] = frozenset()
     # each function's locals per way of judging them, inferred once for every value model
     # (ValueModel._locals); ``cuts`` counts answers taken from a judgement still in progress (a
     # recursion): locals that met one are not kept, a later judgement may answer otherwise
@@ -750,7 +753,9 @@ class ValueModel:
         still derives from what the callers pass."""
         node, field_name = _stripped(node)
         if isinstance(node, ast.BinOp) and depth < 4:
-            return self._derived_operands(node, depth)
+            return self._derived_operands([node.left, node.right], depth)
+        if isinstance(node, ast.Compare) and depth < 4:  # (groups == 0).sum(): a mask of groups
+            return self._derived_operands([node.left, *node.comparators], depth)
         if not isinstance(node, ast.Name) or node.id == "self":
             return None
         self._locals()
@@ -784,15 +789,15 @@ class ValueModel:
             and isinstance(stripped[0], ast.Name) and stripped[0].id == name
             for value, how in bound)
 
-    def _derived_operands(self, node: ast.BinOp, depth: int) -> tuple[str, str] | None:
-        """``a - b`` derives from one parameter when both sides do, or one side does and the
-        other is host data (``q[:-1] + 1``)."""
-        sides = [self.derived(side, depth + 1) for side in (node.left, node.right)]
+    def _derived_operands(self, operands: list[ast.expr], depth: int) -> tuple[str, str] | None:
+        """``a - b`` (or ``a == 0``) derives from one parameter when every operand does, or
+        some do and the others are host data (``q[:-1] + 1``)."""
+        sides = [self.derived(side, depth + 1) for side in operands]
         known = {s for s in sides if s is not None}
         if len(known) != 1:
             return None
-        other = node.right if sides[0] is not None else node.left
-        if None in sides and self.place(other) is not Place.HOST:
+        if any(side is None and self.place(operand) is not Place.HOST
+               for side, operand in zip(sides, operands, strict=True)):
             return None
         return known.pop()
 
@@ -882,7 +887,7 @@ class ValueModel:
         return (
             len(chain) >= 2
             and chain[0] == "self"
-            and self.config.device_modules.match(chain[1])
+            and (self.config.device_modules.match(chain[1]) or chain[1] in self.facts.model_attrs)
         )
 
     def _memo_slot(self, attr: str, key: str) -> Place:

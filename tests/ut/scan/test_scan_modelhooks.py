@@ -1,0 +1,84 @@
+"""The model the loader builds runs per-step code the runner only reaches as ``self.model.X``:
+no scanned class is stored in ``self.model``, so the call lands in that method of every scanned
+model class (vLLM-Omni's talkers: ``compute_logits`` round-trips the logits through the host;
+a postprocess the model installs with a mixin's setter copies hidden states to the host).
+Fixture: tests/data/scan/modelhooks. Broken variants: without the model dispatch every site is
+lost; without the installed hooks, or without reading the mixin the setter lives in, only the
+installed postprocess is lost; without the factory-built model slots, only the stage model's
+sites are lost (its readback, and the host copy of what its submodule computed)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from vllm_syncgate.scan import callgraph, sources
+from vllm_syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.config import Patterns, load_config
+
+
+@pytest.fixture
+def tree(scan_data: Path) -> Path:
+    return scan_data / "modelhooks" / "toyomni"
+
+
+@pytest.fixture
+def reported(tree: Path):
+    def sites() -> set[tuple[str, int, str, str]]:
+        paths = [str(tree / "worker"), str(tree / "model_executor" / "models")]
+        return {(Path(f.file).name, f.line, f.kind, f.guard)
+                for f in scan(paths, device="cuda").findings}
+    return sites
+
+
+@pytest.fixture
+def expected(tree: Path, expected_sites) -> set[tuple[str, int, str, str]]:
+    found = expected_sites(tree / "model_executor" / "models")
+    assert len(found) == 5
+    return found
+
+
+@pytest.fixture
+def postprocess(tree: Path, expected) -> tuple[str, int, str, str]:
+    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if '"last"' in text]
+    (site,) = [s for s in expected if s[:2] == ("talker.py", line)]
+    return site
+
+
+@pytest.fixture
+def stage_model(tree: Path, expected) -> set[tuple[str, int, str, str]]:
+    """The stage model's own readback, and the copy of what a call of its submodule returns."""
+    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if '"pad"' in text]
+    return {s for s in expected if s[0] == "code_predictor.py" or s[:2] == ("talker.py", line)}
+
+
+def test_model_methods_the_runner_calls_are_followed(reported, expected):
+    assert reported() == expected
+
+
+def test_broken_variant_no_model_dispatch(reported, expected, monkeypatch):
+    monkeypatch.setattr(callgraph._Analysis, "_model_calls", lambda self, ctx, attr, method: [])
+    assert not reported() & expected
+
+
+def test_broken_variant_no_installed_hooks(reported, expected, postprocess, stage_model,
+                                           monkeypatch):
+    monkeypatch.setattr(callgraph, "_installed_methods", lambda index, classes: {})
+    assert reported() == expected - {postprocess} - stage_model  # the hook calls the stage
+
+
+def test_broken_variant_no_model_slots(reported, expected, stage_model, monkeypatch):
+    without = dataclasses.replace(load_config(), model_factories=Patterns(()))
+    monkeypatch.setattr(callgraph, "load_config", lambda: without)
+    found = reported()
+    assert not found & stage_model  # the submodule's copy is left unknown_residence
+    assert expected - stage_model <= found
+
+
+def test_broken_variant_mixin_not_read(reported, expected, postprocess, stage_model, monkeypatch):
+    monkeypatch.setattr(sources, "_base_modules", lambda module, wanted: [])
+    assert reported() == expected - {postprocess} - stage_model
