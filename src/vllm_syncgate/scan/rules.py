@@ -61,6 +61,7 @@ from vllm_syncgate.scan.values import (
     Pin,
     Place,
     ValueModel,
+    bindings,
     constructed_kind,
     copies_to_host,
     is_none,
@@ -377,6 +378,11 @@ class FunctionWalker:
             and self.values.place(node.value) is Place.DEVICE
         ):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
+        elif isinstance(node, ast.Subscript):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            bounds = [b for p in parts if isinstance(p, ast.Slice)
+                      for b in (p.lower, p.upper, p.step) if b is not None]
+            self._index_scalars(bounds, "slice bound", stack)
         for field in child_fields(type(node)):  # iter_child_nodes without generators (hot)
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else (value,):
@@ -476,6 +482,49 @@ class FunctionWalker:
                 self._readback(node, node.args[0], f"{func.id}()", stack, scalar=True)
             elif func.id in _ITERATING:
                 self._iterated(node, func.id, stack)
+
+    def _index_scalars(self, operands: list[ast.expr], use: str,
+                       stack: tuple[Condition, ...]) -> None:
+        """A slice bound taken from one element of a device tensor (``query[:start_loc[-1]]``):
+        Python needs an int there, so ``__index__`` reads the element back (gpu-physics.md: a
+        readback waits for every kernel queued before it)."""
+        for operand in operands:
+            if self._device_scalar(operand, 0):
+                param, field = self.values.derived(operand) or ("", "")
+                place = self.values.place(operand)
+                self._site(operand, SyncKind.BLOCKING_READBACK, f"Tensor.__index__ ({use})", stack,
+                           known=place is Place.DEVICE, param=param,
+                           host=place is not Place.DEVICE, field=field)
+
+    def _device_scalar(self, node: ast.expr, depth: int) -> bool:
+        """One element of a device tensor (or of a parameter's, its callers decide): an
+        integer-constant index (``loc[-1]``), a whole reduction (``lens.sum()``), or a local
+        bound only to one."""
+        if depth > 3:
+            return False
+        if isinstance(node, ast.Name):
+            # the binding that reaches this use: the last one above it (the branch it is in)
+            earlier = [(line, value, how) for name, value, how, line in bindings(self._function)
+                       if name == node.id and line < node.lineno]
+            if not earlier:
+                return False
+            _line, value, how = max(earlier, key=lambda b: b[0])
+            return value is not None and how is None and self._device_scalar(value, depth + 1)
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
+                key = key.operand
+            if not (isinstance(key, ast.Constant) and type(key.value) is int):
+                return False
+            tensor = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _REDUCTIONS and not node.args and not node.keywords):
+            tensor = node.func.value
+        else:
+            return False
+        place = self.values.place(tensor)  # x.shape[0]: host metadata of a device tensor
+        return place is Place.DEVICE or (place is Place.UNKNOWN
+                                         and self.values.derived(tensor) is not None)
 
     def _int_valued(self, node: ast.expr, depth: int = 0) -> bool:
         """A Python int: a literal, ``a // b`` of no device value (head counts), a local or a
