@@ -2,6 +2,9 @@
 (the scan's call graph) and no probe ran (traced in the probes' child), and one rule judges them
 with the serve level: never a plain PASS for changed code no level ran."""
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,17 +217,28 @@ def test_a_failing_unit_level_stays_fail_and_one_without_changes_is_untouched(br
     assert summary([clean]) == "unit PASS 0.0s"
 
 
+_TRACED_PROBES = """
+import json, sys
+from pathlib import Path
+import vllm
+from vllm_syncgate.unit.ran import FunctionsRun
+from vllm_syncgate.unit.vllm_probes import probe_vllm
+with FunctionsRun(Path(vllm.__file__).parent) as ran:
+    passed = probe_vllm("cuda").passed
+json.dump({"passed": passed, "functions": ran.functions()}, sys.stdout)
+"""
+
+
 @pytest.fixture(scope="module")
 def probes_ran():
-    """The functions of the installed vLLM that the shipped probes run (traced in-process)."""
-    import vllm
-
-    from vllm_syncgate.unit.ran import FunctionsRun
-    from vllm_syncgate.unit.vllm_probes import probe_vllm
-
-    with FunctionsRun(Path(vllm.__file__).parent) as ran:
-        assert probe_vllm("cuda").passed
-    return ran.functions()
+    """The functions of the installed vLLM that the shipped probes run, traced in a fresh
+    interpreter as the unit level runs them (modules earlier tests imported, e.g. the standard
+    library's distutils, would break importing vLLM in this one)."""
+    done = subprocess.run([sys.executable, "-c", _TRACED_PROBES], capture_output=True, text=True,
+                          timeout=600, check=True)
+    result = json.loads(done.stdout)
+    assert result["passed"]
+    return [tuple(f) for f in result["functions"]]
 
 
 # (file, class, method) a branch changes, and whether the unit level must name it
