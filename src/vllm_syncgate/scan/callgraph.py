@@ -64,6 +64,7 @@ from vllm_syncgate.scan.values import (
     Place,
     ValueModel,
     annotation_place,
+    bindings,
     is_none,
     keyed_stores,
     keyword,
@@ -323,6 +324,8 @@ class _Analysis:
         # (class, attr) holding a model a factory built (``self.talker =
         # init_vllm_registered_model(...)``): calls on it land in the scanned model classes
         self._model_slots: set[tuple[int, str]] = set()
+        # (class, attr) -> the model's method fetched into it by name
+        self._model_methods: dict[tuple[int, str], str] = {}
         for cls in index.classes:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
@@ -336,6 +339,9 @@ class _Analysis:
                             assignment.alias)
                     if config.model_factories.match(assignment.made_by.rpartition(".")[2]):
                         self._model_slots.add((id(cls), assignment.attr))
+                    fetched = _model_method(config, _local_value(method, assignment.value))
+                    if fetched:  # self.talker_mtp = getattr(self.model, "talker_mtp", None)
+                        self._model_methods.setdefault((id(cls), assignment.attr), fetched)
                     for made in self._made_by(cls.module, assignment.made_by, cls):
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
@@ -583,7 +589,8 @@ class _Analysis:
                 return [(ctx, found)]
             bound = self._bound_methods(ctx, call.name) if ctx else []
             return (bound or self._attr_calls(ctx, call.name, "__call__")  # self.model(...)
-                    or self._model_calls(ctx, call.name, "__call__"))
+                    or self._model_calls(ctx, call.name, "__call__")
+                    or self._fetched_model_method(ctx, call.name))
         if call.how == "attr":
             attr, _, method = call.name.partition(".")
             return self._attr_calls(ctx, attr, method) or self._model_calls(ctx, attr, method)
@@ -640,6 +647,13 @@ class _Analysis:
         if not nodes and method == "sample":
             nodes = [n for cls in self._samplers for n in self._methods(cls, "__call__")]
         return nodes
+
+    def _fetched_model_method(self, ctx: ClassInfo | None, attr: str) -> list[Node]:
+        """``self.talker_mtp(...)`` after ``self.talker_mtp = getattr(self.model, "talker_mtp",
+        None)``: that method of the scanned model classes."""
+        name = next((self._model_methods[(id(k), attr)] for k in self.index.mro(ctx)
+                     if (id(k), attr) in self._model_methods), "") if ctx else ""
+        return [n for cls in self._models for n in self._methods(cls, name)] if name else []
 
     def _methods(self, cls: ClassInfo, method: str) -> list[Node]:
         """Where ``obj.method()`` lands for an object of ``cls``: the method, else ``forward``
@@ -1292,6 +1306,28 @@ def _patched_functions(index: SourceIndex) -> dict[tuple[str, str], FunctionInfo
         if function is not None and function.owner is None:
             found.setdefault(key, []).append(function)
     return {key: fs[0] for key, fs in found.items() if len({id(f) for f in fs}) == 1}
+
+
+def _local_value(function: FunctionInfo, value: ast.expr | None) -> ast.expr | None:
+    """What a local stored into an attribute was last bound to (``fn = getattr(...)``;
+    ``self.fn = fn``), else ``value`` itself."""
+    if isinstance(value, ast.Name):
+        found = [v for name, v, how, _line in bindings(function.node)
+                 if name == value.id and how is None and v is not None]
+        return found[-1] if found else value
+    return value
+
+
+def _model_method(config: ScanConfig, value: ast.expr | None) -> str:
+    """``getattr(self.model, "name", ...)``: the model method fetched by name, else ``""``."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == "getattr" and len(value.args) >= 2):
+        return ""
+    owner, name = value.args[0], value.args[1]
+    if _self_attr(owner) and config.model_receivers.match(owner.attr) \
+            and isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return name.value
+    return ""
 
 
 def _installed_methods(index: SourceIndex, classes: list[ClassInfo]) -> dict[tuple[int, str], list[str]]:

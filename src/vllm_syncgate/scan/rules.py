@@ -267,6 +267,8 @@ class FunctionWalker:
                 stack = (*stack, self._condition(statement.test, positive=False))
 
     def _statement(self, node: ast.stmt, stack: tuple[Condition, ...]) -> None:
+        if isinstance(node, ast.If | ast.While):
+            self._truth_test(node.test, stack)
         if isinstance(node, ast.If):
             self._expr(node.test, stack)
             self._block(node.body, (*stack, self._condition(node.test, True)))
@@ -375,9 +377,8 @@ class FunctionWalker:
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
             and self._is_mask(node.slice)
-            and self.values.place(node.value) is Place.DEVICE
         ):
-            self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
+            self._mask_read(node, stack)
         elif isinstance(node, ast.Subscript):
             parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             bounds = [b for p in parts if isinstance(p, ast.Slice)
@@ -414,6 +415,21 @@ class FunctionWalker:
         if self.config.host_scalar_fill and values.place(value) is not Place.DEVICE:
             return  # masked_fill_ of a number (or a one-element host tensor) reads nothing
         self._site(target, SyncKind.BLOCKING_READBACK, "Tensor.__setitem__(bool mask)", stack)
+
+    def _mask_read(self, node: ast.Subscript, stack: tuple[Condition, ...]) -> None:
+        """``x[mask]`` sizes its result by the mask's count (``nonzero``): a readback when ``x``
+        or the mask is on the device; of a parameter's mask, where a caller passes a device one."""
+        values = self.values
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        masks = [p for p in parts if self._is_mask(p)]
+        if values.place(node.value) is Place.DEVICE or any(
+                values.place(m) is Place.DEVICE for m in masks):
+            self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
+            return
+        derived = next((d for m in masks if (d := values.derived(m)) is not None), None)
+        if derived is not None and all(values.place(m) is Place.UNKNOWN for m in masks):
+            self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack,
+                       known=False, param=derived[0], host=True, field=derived[1])
 
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean mask used as an index: what the value model calls one, a slice of one
@@ -483,16 +499,37 @@ class FunctionWalker:
             elif func.id in _ITERATING:
                 self._iterated(node, func.id, stack)
 
+    def _truth_test(self, test: ast.expr, stack: tuple[Condition, ...]) -> None:
+        """``if mask.any():``, ``while lens.sum() > 0:``, ``if not loc[-1]:``: branching on one
+        element of a device tensor calls ``__bool__``, which reads it back."""
+        if not self.sites_enabled or self.calls_only:
+            return
+        operands: list[ast.expr] = []
+        pending = [test]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                pending.append(node.operand)
+            elif isinstance(node, ast.BoolOp):
+                pending.extend(node.values)
+            elif isinstance(node, ast.Compare):
+                operands.extend([node.left, *node.comparators])
+            else:
+                operands.append(node)
+        self._index_scalars(operands, "branch test", stack)
+
     def _index_scalars(self, operands: list[ast.expr], use: str,
                        stack: tuple[Condition, ...]) -> None:
-        """A slice bound taken from one element of a device tensor (``query[:start_loc[-1]]``):
-        Python needs an int there, so ``__index__`` reads the element back (gpu-physics.md: a
-        readback waits for every kernel queued before it)."""
+        """A slice bound (or a branch test) taken from one element of a device tensor
+        (``query[:start_loc[-1]]``): Python needs an int (a bool) there, so ``__index__``
+        (``__bool__``) reads the element back (gpu-physics.md: a readback waits for every kernel
+        queued before it)."""
         for operand in operands:
             if self._device_scalar(operand, 0):
                 param, field = self.values.derived(operand) or ("", "")
                 place = self.values.place(operand)
-                self._site(operand, SyncKind.BLOCKING_READBACK, f"Tensor.__index__ ({use})", stack,
+                method = "__bool__" if use == "branch test" else "__index__"
+                self._site(operand, SyncKind.BLOCKING_READBACK, f"Tensor.{method} ({use})", stack,
                            known=place is Place.DEVICE, param=param,
                            host=place is not Place.DEVICE, field=field)
 

@@ -940,6 +940,16 @@ class ValueModel:
         return isinstance(target, ast.Attribute) and target.attr == "device" and \
             self.place(target.value) is Place.HOST
 
+    def _to_device_of_device(self, call: ast.Call) -> bool:
+        """``x.to(t.device)``, ``x.to(device=dev)`` after ``dev = t.device``, of a device tensor
+        ``t``: the copy lands on the device (a model moving its input to its embeddings')."""
+        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        if isinstance(target, ast.Name) and self._scope is not None:
+            bound = self.bound_to(target.id)
+            target = bound[0][0] if len(bound) == 1 and bound[0][1] is None else target
+        return isinstance(target, ast.Attribute) and target.attr == "device" and \
+            self.place(target.value) is Place.DEVICE
+
     def _host_allocation(self, call: ast.Call) -> bool:
         """No device, ``"cpu"``, or the device of a host value (``device=lens_cpu.device``:
         a padding row appended to a host tensor stays on the host)."""
@@ -997,6 +1007,8 @@ class ValueModel:
                     return self._to_argument(node.args[0])
                 if self.to_host_device(node):
                     return Place.HOST  # x.to(lens_cpu.device): where a host tensor lives
+                if self._to_device_of_device(node):
+                    return Place.DEVICE  # x.to(dev), dev = embeds.device: where that one lives
                 receiver = self.place(func.value)
                 return Place.DEVICE if receiver is Place.HOST and moves_to_device(node) \
                     else receiver

@@ -5,7 +5,8 @@ a postprocess the model installs with a mixin's setter copies hidden states to t
 Fixture: tests/data/scan/modelhooks. Broken variants: without the model dispatch every site is
 lost; without the installed hooks, or without reading the mixin the setter lives in, only the
 installed postprocess is lost; without the factory-built model slots, only the stage model's
-sites are lost (its readback, and the host copy of what its submodule computed)."""
+sites are lost (its readback, and the host copy of what its submodule computed); without the
+model methods fetched by name (``getattr(self.model, "talker_mtp", None)``), only that one."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def reported(tree: Path):
 @pytest.fixture
 def expected(tree: Path, expected_sites) -> set[tuple[str, int, str, str]]:
     found = expected_sites(tree / "model_executor" / "models")
-    assert len(found) == 5
+    assert len(found) == 6
     return found
 
 
@@ -60,9 +61,17 @@ def test_model_methods_the_runner_calls_are_followed(reported, expected):
     assert reported() == expected
 
 
-def test_broken_variant_no_model_dispatch(reported, expected, monkeypatch):
+@pytest.fixture
+def fetched(tree: Path, expected) -> set[tuple[str, int, str, str]]:
+    """The readback in the model method the runner fetches by name."""
+    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if "argmax().item()" in text]
+    return {s for s in expected if s[:2] == ("talker.py", line)}
+
+
+def test_broken_variant_no_model_dispatch(reported, expected, fetched, monkeypatch):
     monkeypatch.setattr(callgraph._Analysis, "_model_calls", lambda self, ctx, attr, method: [])
-    assert not reported() & expected
+    assert reported() == fetched  # reached through the fetched method alone
 
 
 def test_broken_variant_no_installed_hooks(reported, expected, postprocess, stage_model,
@@ -82,3 +91,8 @@ def test_broken_variant_no_model_slots(reported, expected, stage_model, monkeypa
 def test_broken_variant_mixin_not_read(reported, expected, postprocess, stage_model, monkeypatch):
     monkeypatch.setattr(sources, "_base_modules", lambda module, wanted: [])
     assert reported() == expected - {postprocess} - stage_model
+
+
+def test_broken_variant_no_fetched_model_methods(reported, expected, fetched, monkeypatch):
+    monkeypatch.setattr(callgraph, "_model_method", lambda config, value: "")
+    assert reported() == expected - fetched

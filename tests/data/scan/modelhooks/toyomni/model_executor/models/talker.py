@@ -32,5 +32,8 @@ class ToyTalkerForConditionalGeneration(nn.Module, HookMixin):
         info["pad"] = pad.to("cpu")  # expect: blocking_copy none
         return {"last": hidden_states[-1].to("cpu"), "codes": codes}  # expect: blocking_copy none
 
+    def talker_mtp(self, hidden_states: torch.Tensor) -> int:
+        return int(hidden_states.argmax().item())  # expect: blocking_readback none
+
     def unused_helper(self, hidden_states: torch.Tensor) -> int:
         return int(hidden_states.sum().item())  # no runner call reaches it

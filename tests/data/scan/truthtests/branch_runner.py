@@ -1,0 +1,29 @@
+"""A runner of our own that branches on device values.
+
+``if mask.any():`` and ``while lens.sum() > 0:`` call ``__bool__`` on one element of a device
+tensor: the host reads it back to decide. The same tests on host tensors are free. A boolean
+mask a helper makes from its parameter sizes the helper's gather by the mask's count: a
+readback where the caller passes a device tensor.
+"""
+
+import torch
+
+
+class BranchModelRunner:
+    def execute_model(self, n: int, lens_cpu: torch.Tensor) -> int:
+        mask = torch.zeros(n, dtype=torch.bool, device="cuda")
+        if mask.any():  # expect: blocking_readback none
+            n += 1
+        lens = torch.ones(n, device="cuda")
+        while lens.sum() > 0:  # expect: blocking_readback none
+            lens = lens - 1
+        if not lens_cpu[-1]:
+            n -= 1
+        if lens_cpu.sum() > 3:
+            n += 2
+        self.picked = self._pick(lens_cpu, lens)
+        return n
+
+    def _pick(self, values, lens):
+        keep = lens > 0
+        return values[keep]  # expect: blocking_readback none
