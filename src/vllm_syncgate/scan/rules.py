@@ -350,6 +350,7 @@ class FunctionWalker:
         if not self.sites_enabled or isinstance(node, ast.Name | ast.Constant):
             return  # a leaf holds no call, read or index
         if isinstance(node, ast.IfExp):
+            self._truth_test(node.test, stack)
             self._expr(node.test, stack)
             self._expr(node.body, (*stack, self._condition(node.test, True)))
             self._expr(node.orelse, (*stack, self._condition(node.test, False)))
@@ -500,8 +501,8 @@ class FunctionWalker:
                 self._iterated(node, func.id, stack)
 
     def _truth_test(self, test: ast.expr, stack: tuple[Condition, ...]) -> None:
-        """``if mask.any():``, ``while lens.sum() > 0:``, ``if not loc[-1]:``: branching on one
-        element of a device tensor calls ``__bool__``, which reads it back."""
+        """``if mask.any():``, ``while lens.sum() > 0:``, ``a if not loc[-1] else b``: branching
+        on one element of a device tensor calls ``__bool__``, which reads it back."""
         if not self.sites_enabled or self.calls_only:
             return
         operands: list[ast.expr] = []

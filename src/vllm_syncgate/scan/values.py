@@ -862,6 +862,13 @@ class ValueModel:
         named = self._name_place(attr)
         return named if named is not Place.UNKNOWN else Place.DEVICE
 
+    def _in_module(self) -> bool:
+        """The bound function is a method of an ``nn.Module`` (a model or layer class): its
+        unscanned ``self.<layer>(x)`` calls are layers, computing where their input lives."""
+        owner = getattr(self.context, "owner", None)
+        return owner is not None and any(
+            dotted(base).rpartition(".")[2] == "Module" for base in owner.node.bases)
+
     def _in_device_record(self) -> bool:
         """The bound function is a method of a ``[values] device_records`` class (its own
         ``self.seq_lens`` is the record's field, not the runners' attribute of that name)."""
@@ -947,8 +954,9 @@ class ValueModel:
         if isinstance(target, ast.Name) and self._scope is not None:
             bound = self.bound_to(target.id)
             target = bound[0][0] if len(bound) == 1 and bound[0][1] is None else target
-        return isinstance(target, ast.Attribute) and target.attr == "device" and \
-            self.place(target.value) is Place.DEVICE
+        if not (isinstance(target, ast.Attribute) and target.attr == "device"):
+            return False
+        return self.place(target.value) is Place.DEVICE or _module_weights(target.value)
 
     def _host_allocation(self, call: ast.Call) -> bool:
         """No device, ``"cpu"``, or the device of a host value (``device=lens_cpu.device``:
@@ -1016,6 +1024,8 @@ class ValueModel:
                 returned = self._returned(node, None)
                 if returned is not Place.UNKNOWN:
                     return returned
+                if node.args and self._in_module() and self.place(node.args[0]) is Place.DEVICE:
+                    return Place.DEVICE  # self.text_projection(embeds): a layer computes there
             receiver = self.place(func.value)
             if receiver is Place.UNKNOWN and isinstance(func.value, ast.Name):
                 returned = self._returned(node, None)  # a method of a parameter's scanned class
@@ -1023,6 +1033,15 @@ class ValueModel:
                     return returned
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+def _module_weights(node: ast.expr) -> bool:
+    """``next(self.parameters())``, ``next(self.buffers())``: a weight of the module itself,
+    which the loader put on the device (``x.to(next(self.parameters()).device)``)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "next" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Call) and dotted(node.args[0].func)
+            in ("self.parameters", "self.buffers"))
 
 
 def _may_pin(found: list[Pin]) -> Pin:

@@ -6,7 +6,9 @@ Fixture: tests/data/scan/modelhooks. Broken variants: without the model dispatch
 lost; without the installed hooks, or without reading the mixin the setter lives in, only the
 installed postprocess is lost; without the factory-built model slots, only the stage model's
 sites are lost (its readback, and the host copy of what its submodule computed); without the
-model methods fetched by name (``getattr(self.model, "talker_mtp", None)``), only that one."""
+model methods fetched by name (``getattr(self.model, "talker_mtp", None)``), only that one;
+without layers computing where their input lives, or without the module's own weights' device,
+only the embedding's host copy."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_syncgate.scan import callgraph, sources
+from vllm_syncgate.scan import callgraph, sources, values
 from vllm_syncgate.scan.callgraph import scan
 from vllm_syncgate.scan.config import Patterns, load_config
 
@@ -37,7 +39,7 @@ def reported(tree: Path):
 @pytest.fixture
 def expected(tree: Path, expected_sites) -> set[tuple[str, int, str, str]]:
     found = expected_sites(tree / "model_executor" / "models")
-    assert len(found) == 6
+    assert len(found) == 7
     return found
 
 
@@ -75,9 +77,10 @@ def test_broken_variant_no_model_dispatch(reported, expected, fetched, monkeypat
 
 
 def test_broken_variant_no_installed_hooks(reported, expected, postprocess, stage_model,
-                                           monkeypatch):
+                                           embedded, monkeypatch):
     monkeypatch.setattr(callgraph, "_installed_methods", lambda index, classes: {})
-    assert reported() == expected - {postprocess} - stage_model  # the hook calls the stage
+    # the hook calls the stage model and embeds the ids
+    assert reported() == expected - {postprocess} - stage_model - embedded
 
 
 def test_broken_variant_no_model_slots(reported, expected, stage_model, monkeypatch):
@@ -88,11 +91,34 @@ def test_broken_variant_no_model_slots(reported, expected, stage_model, monkeypa
     assert expected - stage_model <= found
 
 
-def test_broken_variant_mixin_not_read(reported, expected, postprocess, stage_model, monkeypatch):
+def test_broken_variant_mixin_not_read(reported, expected, postprocess, stage_model, embedded,
+                                       monkeypatch):
     monkeypatch.setattr(sources, "_base_modules", lambda module, wanted: [])
-    assert reported() == expected - {postprocess} - stage_model
+    assert reported() == expected - {postprocess} - stage_model - embedded
 
 
 def test_broken_variant_no_fetched_model_methods(reported, expected, fetched, monkeypatch):
     monkeypatch.setattr(callgraph, "_model_method", lambda config, value: "")
     assert reported() == expected - fetched
+
+
+@pytest.fixture
+def embedded(tree: Path, expected) -> set[tuple[str, int, str, str]]:
+    """The host copy of a layer's output on ids moved to the module's own device."""
+    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if '"ids_embed"' in text]
+    return {s for s in expected if s[:2] == ("talker.py", line)}
+
+
+def _gating(found: set[tuple[str, int, str, str]]) -> set[tuple[str, int, str, str]]:
+    return {s for s in found if s[3] == "none"}
+
+
+def test_broken_variant_no_layer_residence(reported, expected, embedded, monkeypatch):
+    monkeypatch.setattr(values.ValueModel, "_in_module", lambda self: False)
+    assert _gating(reported()) == expected - embedded  # left unknown_residence
+
+
+def test_broken_variant_no_module_weights_device(reported, expected, embedded, monkeypatch):
+    monkeypatch.setattr(values, "_module_weights", lambda node: False)
+    assert _gating(reported()) == expected - embedded

@@ -30,6 +30,8 @@ class ToyTalkerForConditionalGeneration(nn.Module, HookMixin):
         codes = self.code_predictor.predict(hidden_states)
         pad = self.code_predictor.pad_projection(hidden_states[-1])
         info["pad"] = pad.to("cpu")  # expect: blocking_copy none
+        ids = self.tokenizer(info).to(device=next(self.parameters()).device)
+        info["ids_embed"] = self.embed(ids).to("cpu")  # expect: blocking_copy none
         return {"last": hidden_states[-1].to("cpu"), "codes": codes}  # expect: blocking_copy none
 
     def talker_mtp(self, hidden_states: torch.Tensor) -> int:
