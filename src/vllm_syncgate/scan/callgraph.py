@@ -1336,29 +1336,42 @@ def _installed_methods(index: SourceIndex, classes: list[ClassInfo]) -> dict[tup
     calls as ``model.postprocess(...)`` is that method, on the instances that install it."""
     installed: dict[tuple[int, str], list[str]] = {}
     for cls in classes:
-        for method in cls.methods.values():
-            for node in ast.walk(method.node):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and _self_attr(node.func)):
-                    continue
-                hooks = [(i, a.attr) for i, a in enumerate(node.args)
-                         if isinstance(a, ast.Attribute) and _self_attr(a)
-                         and a.attr in cls.methods]
-                setter = index.lookup(cls, node.func.attr) if hooks else None
-                if setter is None:
-                    continue
-                params = [a.arg for a in setter.node.args.args[1:]]
-                for statement in ast.walk(setter.node):
-                    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                            and isinstance(statement.targets[0], ast.Attribute)
-                            and _self_attr(statement.targets[0])
-                            and isinstance(statement.value, ast.Name)):
-                        for position, name in hooks:
-                            if position < len(params) and params[position] == statement.value.id:
-                                slot = installed.setdefault((id(cls), statement.targets[0].attr), [])
-                                if name not in slot:
-                                    slot.append(name)
+        for setter_name, hooks in _hook_calls(cls):
+            setter = index.lookup(cls, setter_name)
+            if setter is None:
+                continue
+            params = [a.arg for a in setter.node.args.args[1:]]
+            stored = _stored_parameters(setter)
+            for position, name in hooks:
+                for attr in stored.get(params[position], []) if position < len(params) else []:
+                    slot = installed.setdefault((id(cls), attr), [])
+                    if name not in slot:
+                        slot.append(name)
     return installed
+
+
+def _hook_calls(cls: ClassInfo) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """``self.setter(self.method, ...)`` calls in ``cls``'s methods: the setter's name and each
+    (argument position, method name) passed as a bound method of ``cls``."""
+    for method in cls.methods.values():
+        for node in ast.walk(method.node):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and _self_attr(node.func):
+                hooks = [(i, a.attr) for i, a in enumerate(node.args)
+                         if isinstance(a, ast.Attribute) and _self_attr(a) and a.attr in cls.methods]
+                if hooks:
+                    yield node.func.attr, hooks
+
+
+def _stored_parameters(setter: FunctionInfo) -> dict[str, list[str]]:
+    """parameter -> the attributes ``self.attr = parameter`` stores it in, in ``setter``."""
+    stored: dict[str, list[str]] = {}
+    for node in ast.walk(setter.node):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Attribute) and _self_attr(node.targets[0])
+                and isinstance(node.value, ast.Name)):
+            stored.setdefault(node.value.id, []).append(node.targets[0].attr)
+    return stored
 
 
 def _local_calls(function: ast.AST) -> list[tuple[str, ast.Call]]:
