@@ -643,7 +643,7 @@ class _Analysis:
         if ctx is None or not (self.config.model_receivers.match(attr) or any(
                 (id(k), attr) in self._model_slots for k in self.index.mro(ctx))):
             return []
-        nodes = [n for cls in self._models for n in self._methods(cls, method)]
+        nodes = self._model_methods_named(method)
         if not nodes and method == "sample":
             nodes = [n for cls in self._samplers for n in self._methods(cls, "__call__")]
         return nodes
@@ -653,7 +653,11 @@ class _Analysis:
         None)``: that method of the scanned model classes."""
         name = next((self._model_methods[(id(k), attr)] for k in self.index.mro(ctx)
                      if (id(k), attr) in self._model_methods), "") if ctx else ""
-        return [n for cls in self._models for n in self._methods(cls, name)] if name else []
+        return self._model_methods_named(name) if name else []
+
+    def _model_methods_named(self, method: str) -> list[Node]:
+        """Where ``model.method()`` may land: that method of every scanned model class."""
+        return [n for cls in self._models for n in self._methods(cls, method)]
 
     def _methods(self, cls: ClassInfo, method: str) -> list[Node]:
         """Where ``obj.method()`` lands for an object of ``cls``: the method, else ``forward``

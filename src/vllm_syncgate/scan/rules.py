@@ -381,8 +381,7 @@ class FunctionWalker:
         ):
             self._mask_read(node, stack)
         elif isinstance(node, ast.Subscript):
-            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            bounds = [b for p in parts if isinstance(p, ast.Slice)
+            bounds = [b for p in _index_parts(node) if isinstance(p, ast.Slice)
                       for b in (p.lower, p.upper, p.step) if b is not None]
             self._index_scalars(bounds, "slice bound", stack)
         for field in child_fields(type(node)):  # iter_child_nodes without generators (hot)
@@ -406,14 +405,10 @@ class FunctionWalker:
         read): on such a device (``ScanConfig.host_scalar_fill``) only a device value counts."""
         if not isinstance(target, ast.Subscript) or not self.sites_enabled or self.calls_only:
             return
-        index = target.slice
-        parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        masks = [p for p in parts if self._is_mask(p)]
-        values = self.values
-        if not masks or not (values.place(target.value) is Place.DEVICE
-                             or any(values.place(m) is Place.DEVICE for m in masks)):
+        masks = [p for p in _index_parts(target) if self._is_mask(p)]
+        if not masks or not self._on_device(target, masks):
             return
-        if self.config.host_scalar_fill and values.place(value) is not Place.DEVICE:
+        if self.config.host_scalar_fill and self.values.place(value) is not Place.DEVICE:
             return  # masked_fill_ of a number (or a one-element host tensor) reads nothing
         self._site(target, SyncKind.BLOCKING_READBACK, "Tensor.__setitem__(bool mask)", stack)
 
@@ -421,16 +416,19 @@ class FunctionWalker:
         """``x[mask]`` sizes its result by the mask's count (``nonzero``): a readback when ``x``
         or the mask is on the device; of a parameter's mask, where a caller passes a device one."""
         values = self.values
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        masks = [p for p in parts if self._is_mask(p)]
-        if values.place(node.value) is Place.DEVICE or any(
-                values.place(m) is Place.DEVICE for m in masks):
+        masks = [p for p in _index_parts(node) if self._is_mask(p)]
+        if self._on_device(node, masks):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack)
             return
         derived = next((d for m in masks if (d := values.derived(m)) is not None), None)
         if derived is not None and all(values.place(m) is Place.UNKNOWN for m in masks):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack,
                        known=False, param=derived[0], host=True, field=derived[1])
+
+    def _on_device(self, node: ast.Subscript, masks: list[ast.expr]) -> bool:
+        """The masked tensor or one of its masks is on the device."""
+        place = self.values.place
+        return place(node.value) is Place.DEVICE or any(place(m) is Place.DEVICE for m in masks)
 
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean mask used as an index: what the value model calls one, a slice of one
@@ -816,6 +814,11 @@ class FunctionWalker:
     ) -> None:
         self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host,
                                      field, target))
+
+
+def _index_parts(node: ast.Subscript) -> list[ast.expr]:
+    """The parts of an index: ``x[a, b:c]`` -> ``[a, b:c]``, ``x[a]`` -> ``[a]``."""
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
 def _exits(statements: list[ast.stmt]) -> bool:

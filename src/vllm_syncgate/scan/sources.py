@@ -456,10 +456,10 @@ def _follow_imports(
         if module.backend:
             _read_nested_imports(module)  # an op imported where it is called
         if follow.models(module.name):
+            own = module.name.split(".")[0]  # the bases from the model's own package
             for name in _base_modules(module, _everything):
-                root = roots.get(name.split(".")[0])
-                file = index.folders.module_file(root, name) if name.split(".")[0] == \
-                    module.name.split(".")[0] and root is not None else None
+                file = index.folders.module_file(roots[own], name) \
+                    if own in roots and name.split(".")[0] == own else None
                 if file is not None:
                     add(file, name)
         for base, attr in module.imports.values():

@@ -943,14 +943,14 @@ class ValueModel:
 
     def to_host_device(self, call: ast.Call) -> bool:
         """``x.to(t.device)`` / ``x.to(device=t.device)`` of a host tensor ``t``: no device."""
-        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        target = _device_target(call)
         return isinstance(target, ast.Attribute) and target.attr == "device" and \
             self.place(target.value) is Place.HOST
 
     def _to_device_of_device(self, call: ast.Call) -> bool:
         """``x.to(t.device)``, ``x.to(device=dev)`` after ``dev = t.device``, of a device tensor
         ``t``: the copy lands on the device (a model moving its input to its embeddings')."""
-        target = keyword(call, "device") or (call.args[0] if call.args else None)
+        target = _device_target(call)
         if isinstance(target, ast.Name) and self._scope is not None:
             bound = self.bound_to(target.id)
             target = bound[0][0] if len(bound) == 1 and bound[0][1] is None else target
@@ -1033,6 +1033,11 @@ class ValueModel:
                     return returned
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+def _device_target(call: ast.Call) -> ast.expr | None:
+    """Where ``x.to(...)`` is told to go: its ``device=`` or its first argument."""
+    return keyword(call, "device") or (call.args[0] if call.args else None)
 
 
 def _module_weights(node: ast.expr) -> bool:

@@ -44,31 +44,42 @@ def expected(tree: Path, expected_sites) -> set[tuple[str, int, str, str]]:
 
 
 @pytest.fixture
-def postprocess(tree: Path, expected) -> tuple[str, int, str, str]:
+def talker_sites(tree: Path, expected):
+    """``talker_sites(text)``: the expected sites on the talker's line holding ``text``."""
     lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
-    (line,) = [n for n, text in enumerate(lines, start=1) if '"last"' in text]
-    (site,) = [s for s in expected if s[:2] == ("talker.py", line)]
+
+    def on(text: str) -> set[tuple[str, int, str, str]]:
+        (line,) = [n for n, code in enumerate(lines, start=1) if text in code]
+        return {s for s in expected if s[:2] == ("talker.py", line)}
+    return on
+
+
+@pytest.fixture
+def postprocess(talker_sites) -> tuple[str, int, str, str]:
+    (site,) = talker_sites('"last"')
     return site
 
 
 @pytest.fixture
-def stage_model(tree: Path, expected) -> set[tuple[str, int, str, str]]:
+def stage_model(talker_sites, expected) -> set[tuple[str, int, str, str]]:
     """The stage model's own readback, and the copy of what a call of its submodule returns."""
-    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
-    (line,) = [n for n, text in enumerate(lines, start=1) if '"pad"' in text]
-    return {s for s in expected if s[0] == "code_predictor.py" or s[:2] == ("talker.py", line)}
+    return talker_sites('"pad"') | {s for s in expected if s[0] == "code_predictor.py"}
+
+
+@pytest.fixture
+def fetched(talker_sites) -> set[tuple[str, int, str, str]]:
+    """The readback in the model method the runner fetches by name."""
+    return talker_sites("argmax().item()")
+
+
+@pytest.fixture
+def embedded(talker_sites) -> set[tuple[str, int, str, str]]:
+    """The host copy of a layer's output on ids moved to the module's own device."""
+    return talker_sites('"ids_embed"')
 
 
 def test_model_methods_the_runner_calls_are_followed(reported, expected):
     assert reported() == expected
-
-
-@pytest.fixture
-def fetched(tree: Path, expected) -> set[tuple[str, int, str, str]]:
-    """The readback in the model method the runner fetches by name."""
-    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
-    (line,) = [n for n, text in enumerate(lines, start=1) if "argmax().item()" in text]
-    return {s for s in expected if s[:2] == ("talker.py", line)}
 
 
 def test_broken_variant_no_model_dispatch(reported, expected, fetched, monkeypatch):
@@ -100,14 +111,6 @@ def test_broken_variant_mixin_not_read(reported, expected, postprocess, stage_mo
 def test_broken_variant_no_fetched_model_methods(reported, expected, fetched, monkeypatch):
     monkeypatch.setattr(callgraph, "_model_method", lambda config, value: "")
     assert reported() == expected - fetched
-
-
-@pytest.fixture
-def embedded(tree: Path, expected) -> set[tuple[str, int, str, str]]:
-    """The host copy of a layer's output on ids moved to the module's own device."""
-    lines = (tree / "model_executor" / "models" / "talker.py").read_text().splitlines()
-    (line,) = [n for n, text in enumerate(lines, start=1) if '"ids_embed"' in text]
-    return {s for s in expected if s[:2] == ("talker.py", line)}
 
 
 def _gating(found: set[tuple[str, int, str, str]]) -> set[tuple[str, int, str, str]]:
