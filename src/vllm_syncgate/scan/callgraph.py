@@ -342,7 +342,9 @@ class _Analysis:
                     fetched = _model_method(config, _local_value(method, assignment.value))
                     if fetched:  # self.talker_mtp = getattr(self.model, "talker_mtp", None)
                         self._model_methods.setdefault((id(cls), assignment.attr), fetched)
-                    for made in self._made_by(cls.module, assignment.made_by, cls):
+                    built = self._made_by(cls.module, assignment.made_by, cls) or \
+                        self._declared(cls.module, assignment.annotated, cls)
+                    for made in built:
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
@@ -362,7 +364,10 @@ class _Analysis:
         facts = _attribute_facts(assignments)
         facts.annotated = _annotated_fields(index)
         facts.model_attrs = frozenset(attr for _owner, attr in self._model_slots)
+        classes = {id(cls): cls for cls in index.classes}
         for key, group in owned.items():
+            if all(_list_valued(index, classes[key[0]], a.value) for a in group):
+                facts.collections[key] = True
             pins = {a.pin for a in group} - {Pin.UNKNOWN}
             if len(pins) == 1:
                 facts.owner_pin[key] = pins.pop()
@@ -510,12 +515,30 @@ class _Analysis:
         if not name or depth > 3:
             return []
         if name.startswith("self.") and owner is not None:
-            factory = self.index.lookup(owner, name[5:])
-        else:
-            cls = self.index.resolve_class(module, name)
-            if cls is not None:
-                return [cls, *self._patches.get((cls.module.name, cls.name), [])]
-            factory = self.index.resolve_function(module, name)
+            return self._returned_classes(self.index.lookup(owner, name[5:]), owner, depth)
+        cls = self.index.resolve_class(module, name)
+        if cls is not None:
+            return [cls, *self._patches.get((cls.module.name, cls.name), [])]
+        head, _, method = name.rpartition(".")
+        called = self.index.resolve_class(module, head) if head else None
+        if called is not None:
+            return self._alternative_constructor(called, method, owner, depth)
+        return self._returned_classes(self.index.resolve_function(module, name), owner, depth)
+
+    def _alternative_constructor(self, cls: ClassInfo, method: str, owner: ClassInfo | None,
+                                 depth: int) -> list[ClassInfo]:
+        """``Tokenizer.from_pretrained(path)``: a classmethod builds the class it is called on
+        (``return cls(...)``); one inherited from an unscanned base (Hugging Face's
+        ``from_pretrained`` / ``from_config``) does by the ``from_`` convention."""
+        factory = self.index.lookup(cls, method)
+        if factory is None:
+            return [cls] if method.startswith("from_") else []
+        return self._returned_classes(factory, owner, depth, called=cls)
+
+    def _returned_classes(self, factory: FunctionInfo | None, owner: ClassInfo | None,
+                          depth: int, called: ClassInfo | None = None) -> list[ClassInfo]:
+        """Every class a factory's ``return`` statements build (``called`` for ``cls(...)``),
+        else the class its return annotation declares."""
         if factory is None:
             return []
         made: list[ClassInfo] = []
@@ -523,12 +546,23 @@ class _Analysis:
         for value in _returns_of(factory.node):
             if isinstance(value, ast.Name) and value.id in builders:
                 value = builders[value.id]  # drafter = EagleProposer(...); return drafter
-            if isinstance(value, ast.Call):
-                for built in self._made_by(factory.module, dotted(value.func),
-                                           factory.owner or owner, depth + 1):
-                    if built not in made:
-                        made.append(built)
+            if not isinstance(value, ast.Call):
+                continue
+            built = [called] if called is not None and dotted(value.func) == "cls" else \
+                self._made_by(factory.module, dotted(value.func), factory.owner or owner,
+                              depth + 1)
+            made.extend(c for c in built if c not in made)
+        if not made and factory.node.returns is not None:
+            # ``def get_worker(...) -> Worker: ... return _CACHE[key]``
+            return self._declared(factory.module, element_class(factory.node.returns),
+                                  factory.owner or owner, depth)
         return made
+
+    def _declared(self, module: SourceModule, annotated: str, owner: ClassInfo | None,
+                  depth: int = 0) -> list[ClassInfo]:
+        """The scanned class an annotation declares where the value's maker says nothing
+        (a cache lookup, an unscanned call): ``self.svc: Worker | None = get_worker()``."""
+        return self._made_by(module, annotated, owner, depth + 1)
 
     def facts(self, function: FunctionInfo) -> FunctionFacts:
         found = self._facts.get(id(function))
@@ -1526,6 +1560,21 @@ def _param_annotation(function: FunctionNode, name: str) -> ast.expr | None:
 def _self_attr(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
         and node.value.id == "self"
+
+
+def _list_valued(index: SourceIndex, cls: ClassInfo, value: ast.expr | None) -> bool:
+    """A Python list: a display, a comprehension, ``list(...)`` / ``sorted(...)``, or what a
+    method of the class returns when every return is one of those."""
+    if isinstance(value, ast.List | ast.ListComp):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    name = dotted(value.func)
+    if name in ("list", "sorted"):
+        return True
+    method = index.lookup(cls, name[5:]) if name.startswith("self.") else None
+    returned = _returns_of(method.node) if method is not None else []
+    return bool(returned) and all(isinstance(r, ast.List | ast.ListComp) for r in returned)
 
 
 def _settle_copies(index: SourceIndex, config: ScanConfig,

@@ -101,6 +101,9 @@ _WHY = (
                                "only CUDA fills a Python number with masked_fill_ instead"),
     ("bool mask", f"the result's size depends on device values, so the host reads them first "
                   f"({_GP} §1: x[x > 3] 8.10 ms behind an 8 ms kernel)"),
+    ("index upload", "a Python list or array of indices becomes a new tensor in pageable "
+                     "host memory, and its copy to the device blocks before the indexing runs "
+                     f"({_GP} §3: pageable copies block)"),
     ("from a gather", "indexing with a list or an array of rows gathers them into a new tensor "
                       "in pageable memory, so the pinned buffer does not help and the copy "
                       f"blocks ({_GP} §3: pageable copies block)"),
@@ -191,6 +194,8 @@ class Assignment:
     alias: str = ""
     # the value stored: a copy of another self slot (``self.cache["k"]``) takes its residence
     value: ast.expr | None = None
+    # the class its annotation names (``self.svc: Worker | None = get_worker()``)
+    annotated: str = ""
 
 
 @dataclass
@@ -329,13 +334,14 @@ class FunctionWalker:
             value.elts[0] if isinstance(value, ast.List) and value.elts else value)
         # self.tables = [Table(...) for ...]: calls on its items land in Table
         made_by = dotted(element.func) if isinstance(element, ast.Call) else ""
-        if not made_by and annotation is not None:
+        annotated = element_class(annotation) if annotation is not None else ""
+        if not made_by:
             # self.groups: list[list[Group]] = []: calls on its items land in Group
-            made_by = element_class(annotation)
+            made_by = annotated
         alias = value.attr if _self_attribute(value) else ""  # type: ignore[union-attr]
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
-            made_by, stack, self.values.dtype(value), alias, value,
+            made_by, stack, self.values.dtype(value), alias, value, annotated,
         ))
 
     def _allowed_context(self, node: ast.expr) -> bool:
@@ -384,6 +390,7 @@ class FunctionWalker:
             bounds = [b for p in _index_parts(node) if isinstance(p, ast.Slice)
                       for b in (p.lower, p.upper, p.step) if b is not None]
             self._index_scalars(bounds, "slice bound", stack)
+            self._list_index(node, stack)
         for field in child_fields(type(node)):  # iter_child_nodes without generators (hot)
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else (value,):
@@ -424,6 +431,24 @@ class FunctionWalker:
         if derived is not None and all(values.place(m) is Place.UNKNOWN for m in masks):
             self._site(node, SyncKind.BLOCKING_READBACK, "Tensor.__getitem__(bool mask)", stack,
                        known=False, param=derived[0], host=True, field=derived[1])
+
+    def _list_index(self, node: ast.Subscript, stack: tuple[Condition, ...]) -> None:
+        """``logits[:, self.suppressed_tokens] = -1e9``: a device tensor indexed by a Python list
+        (or a numpy array) of indices; torch builds a host index tensor from it and uploads it
+        from pageable memory before the gather or ``index_put_`` can run."""
+        if not self.sites_enabled or self.calls_only:
+            return
+        values = self.values
+        if not any(values.python_indices(p) for p in _index_parts(node)):
+            return
+        place = values.place(node.value)
+        derived = values.derived(node.value) if place is Place.UNKNOWN else None
+        if place is Place.DEVICE or derived is not None:
+            # of a parameter's tensor: the callers' arguments say where it lives
+            param, field = derived or ("", "")
+            self._site(node, SyncKind.BLOCKING_COPY, "Tensor[list] (index upload)", stack,
+                       known=place is Place.DEVICE, param=param, host=place is not Place.DEVICE,
+                       field=field)
 
     def _on_device(self, node: ast.Subscript, masks: list[ast.expr]) -> bool:
         """The masked tensor or one of its masks is on the device."""
@@ -574,14 +599,26 @@ class FunctionWalker:
             return all(self.values.place(o) is not Place.DEVICE for o in (node.left, node.right))
         if isinstance(node, ast.Name):
             bound = self.values.bound_to(node.id)
-            return bool(bound) and all(v is not None and how is None
-                                       and self._int_valued(v, depth + 1) for v, how in bound)
+            if not bound:
+                return self._int_parameter(node.id)
+            return all(v is not None and how is None and self._int_valued(v, depth + 1)
+                       for v, how in bound)
         if _self_attribute(node):
             stored = [n.value for n in walk(self._function) if isinstance(n, ast.Assign)
                       and any(isinstance(t, ast.Attribute) and _self_attribute(t)
                               and t.attr == node.attr for t in n.targets)]  # type: ignore[attr-defined]
             return bool(stored) and all(self._int_valued(v, depth + 1) for v in stored)
         return False
+
+    def _int_parameter(self, name: str) -> bool:
+        """A parameter annotated ``int`` (``num_samples: int``): its callers pass a count."""
+        function = self._function
+        if function is None:
+            return False
+        args = function.args
+        return any(arg.arg == name and isinstance(arg.annotation, ast.Name)
+                   and arg.annotation.id == "int"
+                   for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs])
 
     def _dispatched(self, node: ast.expr, depth: int) -> bool:
         """An object an accessor, list or attribute of ``[entries] dispatch_receivers`` hands

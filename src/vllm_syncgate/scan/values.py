@@ -226,6 +226,9 @@ class Facts:
     owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
     owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
     owner_place: dict[tuple[int, str], Place] = field(default_factory=dict)
+    # (id of the class, attr) that class only ever sets to a Python list of indices
+    # (``self.suppressed = self._suppressed_ids()`` of a method returning a comprehension)
+    collections: dict[tuple[int, str], bool] = field(default_factory=dict)
     # (id of the class, dict attr, key) -> place of what its stores ``self.attr["key"] = v``
     # put there (ValueModel._memo_slot); None while being judged
     memo_slots: dict[tuple[int, str, str], Place | None] = field(
@@ -370,6 +373,8 @@ class ValueModel:
                     place = record[index] if index < len(record) else Place.UNKNOWN
                 else:
                     place = self.place(value) if value is not None else Place.UNKNOWN
+                    if place is Place.HOST and _empty_container(value):
+                        place = self._filled(node, name)
                 collected.setdefault(name, []).append(place)
                 timeline.setdefault(name, []).append((binding_end(value, line), place))
                 if value is not None and element is None:
@@ -390,6 +395,12 @@ class ValueModel:
             if first and self._settled():
                 self._reads, self._previous = None, self.timeline
                 break  # a second pass would read what the first did: it would change nothing
+
+    def _filled(self, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Place:
+        """``xs = []`` then ``xs.append(codes)`` in a loop: the list holds what is put in it, so
+        ``xs[0].device`` and ``for c in xs`` are where the tensors put in are."""
+        put = {self.place(item) for item in appended(func).get(name, [])}
+        return put.pop() if len(put) == 1 else _combine_strict(put)
 
     def _settled(self) -> bool:
         """After the first pass of _locals: no read it made of a local before that local's
@@ -702,6 +713,24 @@ class ValueModel:
         if isinstance(node, ast.Name) and depth < 3 and self._scope is not None:
             value, how = bound_once(self._scope).get(node.id, (None, "none"))
             return how is None and value is not None and self._indices(value, depth + 1)
+        return False
+
+    def python_indices(self, node: ast.expr, depth: int = 0) -> bool:
+        """A Python list (or a numpy array) of indices, not a tensor: a display or comprehension,
+        ``sorted(...)`` / ``list(...)`` / ``.tolist()``, a numpy index maker, a local bound once
+        to one, or ``self.x`` that its class only ever sets to one."""
+        if isinstance(node, ast.List | ast.ListComp):
+            return True
+        if isinstance(node, ast.Call):
+            name = dotted(node.func)
+            leaf = name.rpartition(".")[2]
+            return name in ("sorted", "list") or leaf == "tolist" or (
+                name.partition(".")[0] in _NUMPY_MODULES and leaf in _INDEX_MAKERS)
+        if isinstance(node, ast.Name) and depth < 3 and self._scope is not None:
+            value, how = bound_once(self._scope).get(node.id, (None, "none"))
+            return how is None and value is not None and self.python_indices(value, depth + 1)
+        if _self_attr(node):
+            return bool(self._owned(self.facts.collections, node.attr))  # type: ignore[union-attr]
         return False
 
     def is_mask(self, node: ast.expr) -> bool:
@@ -1182,6 +1211,34 @@ def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
         found.sort(key=lambda binding: binding[3])  # source order: a chain settles in one pass
         func._syncgate_bindings = found  # type: ignore[union-attr]
     return found
+
+
+def appended(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
+    """Local name -> the values ``name.append(v)`` / ``name.insert(i, v)`` / ``name.extend(vs)``
+    (one item of ``vs``) put into it, anywhere in the function. Kept on the node."""
+    found: dict[str, list[ast.expr]] | None = getattr(func, "_syncgate_appended", None)
+    if found is None:
+        found = {}
+        for node in walk(func):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.args):
+                continue
+            method, name = node.func.attr, node.func.value.id
+            if method == "append":
+                found.setdefault(name, []).append(node.args[0])
+            elif method == "insert" and len(node.args) == 2:
+                found.setdefault(name, []).append(node.args[1])
+            elif method == "extend":
+                found.setdefault(name, []).append(ast.Starred(value=node.args[0]))
+        func._syncgate_appended = found  # type: ignore[union-attr]
+    return found
+
+
+def _empty_container(node: ast.expr | None) -> bool:
+    """``[]``, ``{}``, ``list()``, ``dict()``: a container whose items come later."""
+    if isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict):
+        return not (node.values if isinstance(node, ast.Dict) else node.elts)
+    return isinstance(node, ast.Call) and dotted(node.func) in ("list", "dict") and not node.args
 
 
 def bound_once(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[ast.expr, str | None]]:

@@ -147,6 +147,16 @@ def test_an_int_repeats_held_in_a_name_sizes_repeat_interleave(forward, monkeypa
     assert [f for f in _scan(forward).failing if f.file.endswith("gdn.py") and f.line == line]
 
 
+def test_an_int_annotated_repeats_sizes_repeat_interleave(forward, monkeypatch):
+    """``states.repeat_interleave(times, dim=0)`` in a helper whose ``times: int`` is a count
+    (the Gaudi sampler's ``num_samples``) reads nothing back; taken for a tensor, it fails."""
+    line = next(n for n, text in enumerate((forward / "ops" / "gdn.py").read_text().splitlines(), 1)
+                if text.endswith("# int-annotated repeats"))
+    assert not [f for f in _scan(forward).findings if f.file.endswith("gdn.py") and f.line == line]
+    monkeypatch.setattr(rules.FunctionWalker, "_int_parameter", lambda self, name: False)
+    assert [f for f in _scan(forward).failing if f.file.endswith("gdn.py") and f.line == line]
+
+
 def test_a_budget_that_extends_another_inherits_its_dispatch():
     own = parse_budgets({"extends": "npu", "budget": []}, "mine.toml")
     assert own.dispatch == ("forward_oot", "forward_native")

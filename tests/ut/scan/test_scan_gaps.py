@@ -85,6 +85,9 @@ BROKEN = {
     # buf[rows] with a list of rows gathers into a new pageable tensor
     "gathers from pinned buffers": (
         lambda m: m.setattr(values.ValueModel, "gathers", lambda *a: False), {"gather"}),
+    # a device buffer indexed by a Python list taken for free: the list's upload passes
+    "index uploads": (
+        lambda m: m.setattr(rules.FunctionWalker, "_list_index", lambda *a: None), {"index"}),
     # torch.cat / arange(n) * k of host tensors taken for views: their pageable uploads pass
     "results of host tensor ops": (
         lambda m: m.setattr(values.ValueModel, "host_result", lambda *a: False), {"hostop"}),

@@ -136,3 +136,14 @@ def test_helper_results_judged_per_call_keep_host_reads_quiet(residence, monkeyp
     assert not {widths, count} & _reported(residence)
     monkeypatch.setattr(callgraph, "_passed", lambda *a: lambda param: Place.UNKNOWN)
     assert {widths, count} <= _reported(residence)
+
+
+def test_the_cache_configs_block_count_is_a_host_int(scan_data):
+    """``min(n, self.cache_config.num_gpu_blocks)`` compares two ints; with the name read as a
+    GPU buffer's (``*_gpu_*``), ``min()`` would be taken for a readback of a tensor."""
+    runner = scan_data / "residence" / "block_counts.py"
+    assert not scan([str(runner)], entries=[]).findings
+    config = load_config()
+    host = Patterns(tuple(g for g in config.host.globs if g != "num_gpu_blocks"))
+    broken = scan([str(runner)], entries=[], config=dataclasses.replace(config, host=host))
+    assert [f.api for f in broken.failing] == ["min() of a tensor"]

@@ -16,4 +16,9 @@ class AscendGatedDeltaNetAttention(GatedDeltaNetAttention):
         if (repeats := self.per_kv) > 1:
             # an int repeats held in a name sizes the output: no readback
             mixed_qkv = mixed_qkv + torch.repeat_interleave(self.conv_buf, repeats, dim=0)  # int repeats
+        mixed_qkv = mixed_qkv + self._expand(self.conv_buf, self.per_kv)
         return mixed_qkv * int(self.conv_buf[:n].sum())  # expect: blocking_readback none layer
+
+    def _expand(self, states, times: int):
+        # a parameter annotated int sizes the output: no readback
+        return states.repeat_interleave(times, dim=0)  # int-annotated repeats

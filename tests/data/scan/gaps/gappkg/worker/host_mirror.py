@@ -15,7 +15,9 @@ class HostMirror:
         if self.dirty:
             rows = sorted(self.dirty)
             # indexing with a list gathers into a new, pageable host tensor
-            self.dev[rows] = self.host[rows].to(self.device, non_blocking=True)  # expect: blocking_copy none gather
+            staged = self.host[rows].to(self.device, non_blocking=True)  # expect: blocking_copy none gather
+            # and the list itself is uploaded to index the device buffer
+            self.dev[rows] = staged  # expect: blocking_copy none index
             self.dirty.clear()
         # one dense row of the pinned buffer: an async DMA
         self.dev[0].copy_(self.host[0], non_blocking=True)

@@ -1,0 +1,61 @@
+"""Indexing a device tensor with a Python list uploads the list (vLLM-Omni's Qwen3-Omni talker
+suppressing ~1000 codec tokens with ``logits[:, self.suppressed_tokens] = -1e9`` every step,
+split 10): torch builds a host index tensor in pageable memory and copies it before the write
+or the gather. Integers, slices, a device index tensor and a host tensor upload nothing.
+Fixture: tests/data/scan/indexlists. Broken variants: without the rule every site is lost;
+without the class's list attributes, the two ``self.x`` ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vllm_syncgate.scan import rules, values
+from vllm_syncgate.scan.callgraph import scan
+
+ENTRY: list[str] = []
+
+
+@pytest.fixture
+def runner(scan_data: Path) -> Path:
+    return scan_data / "indexlists" / "suppress_runner.py"
+
+
+@pytest.fixture
+def expected(runner: Path, expected_sites) -> set[tuple[str, int, str, str]]:
+    found = expected_sites(runner)
+    assert len(found) == 3
+    return found
+
+
+def _line(runner: Path, text: str) -> tuple[str, int, str, str]:
+    (line,) = [n for n, t in enumerate(runner.read_text().splitlines(), start=1) if text in t]
+    return (runner.name, line, "blocking_copy", "none")
+
+
+def test_list_indices_upload(sites_of, runner, expected):
+    assert sites_of(runner, ENTRY, "cuda") == expected
+
+
+def test_the_explanation_says_why_it_blocks(runner):
+    finding = next(f for f in scan([str(runner)], entries=ENTRY, device="cuda").findings
+                   if "index upload" in f.api)
+    assert "pageable" in finding.why
+    assert "gpu-physics.md" in finding.why
+
+
+def test_broken_variant_no_list_index_rule(sites_of, runner, monkeypatch):
+    monkeypatch.setattr(rules.FunctionWalker, "_list_index", lambda self, node, stack: None)
+    assert sites_of(runner, ENTRY, "cuda") == set()
+
+
+def test_broken_variant_no_list_attributes(sites_of, runner, expected, monkeypatch):
+    original = values.ValueModel.python_indices
+
+    def no_attributes(self, node, depth=0):
+        return False if values._self_attr(node) else original(self, node, depth)
+
+    monkeypatch.setattr(values.ValueModel, "python_indices", no_attributes)
+    attributes = {_line(runner, "self.suppressed] ="), _line(runner, "self.keep]")}
+    assert sites_of(runner, ENTRY, "cuda") == expected - attributes
