@@ -368,6 +368,9 @@ class _Analysis:
         for key, group in owned.items():
             if all(_list_valued(index, classes[key[0]], a.value) for a in group):
                 facts.collections[key] = True
+            # self.chunked_prefill_enabled = False, never anything else: hard-wired off
+            facts.hard_off[key] = all(isinstance(a.value, ast.Constant) and a.value.value is False
+                                      for a in group)
             pins = {a.pin for a in group} - {Pin.UNKNOWN}
             if len(pins) == 1:
                 facts.owner_pin[key] = pins.pop()

@@ -24,8 +24,8 @@ from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.sources import dotted, walk
-from vllm_syncgate.scan.values import Facts, bindings, is_none
+from vllm_syncgate.scan.sources import ClassInfo, dotted, walk
+from vllm_syncgate.scan.values import Facts, bindings, is_none, owned
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
 # ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
@@ -241,6 +241,7 @@ class GuardEvaluator:
         self._reading: set[str] = set()
         self._scope: ast.AST | None = None
         self._family_off: set[str] = set()
+        self._owner: ClassInfo | None = None
         sources = config.config_sources
         self.opt_ins = installed_opt_ins(sources)
         self.disabled = disabled_features(sources)
@@ -253,13 +254,15 @@ class GuardEvaluator:
         self.defaults = installed_defaults(sources)
         self.graph_mode = installed_graph_mode(sources)
 
-    def bind_function(self, node: ast.AST, owner: str = "") -> None:
+    def bind_function(self, node: ast.AST, owner: ClassInfo | None = None) -> None:
         """Local flags (``needs_sync = a and not b``) are looked up on first use; ``owner``
-        (the method's class) decides its model family's switches (``[guards] family_off``)."""
-        self._function, self._flags, self._scope = node, {}, node
+        (the method's class) decides its model family's switches (``[guards] family_off``) and
+        the switches it hard-wires off."""
+        self._function, self._flags, self._scope, self._owner = node, {}, node, owner
+        name = owner.name if owner is not None else ""
         self._family_off = {switch for entry in self.config.family_off
                             for glob, _, switch in [entry.partition("=")]
-                            if owner and fnmatch.fnmatchcase(owner, glob)}
+                            if name and fnmatch.fnmatchcase(name, glob)}
 
     def _flag(self, name: str) -> ast.expr | None:
         """The value of a local bound exactly once, so ``if needs_sync:`` reads through it."""
@@ -443,6 +446,10 @@ class GuardEvaluator:
             return Truth(False, Guard.OPT_IN)  # a value only the switch's feature sets
         if len(names) > 1 and self.defaults.get(names[-1]) == 0:
             return Truth(False, Guard.OPT_IN)  # max_items: int = 0
+        if len(names) == 2 and names[0] == "self" and owned(self.facts.hard_off, self._owner,
+                                                             names[1]):
+            # self.chunked_prefill_enabled = False in the class, never set otherwise
+            return Truth(False, Guard.OPT_IN)
         return UNKNOWN
 
     def _switched(self, name: str) -> str:

@@ -238,7 +238,7 @@ class FunctionWalker:
         """
         self.values.bind_function(node, context)
         owner = getattr(context, "owner", None)
-        self.guards.bind_function(node, owner.name if owner is not None else "")
+        self.guards.bind_function(node, owner)
         self._truths = {}
         self._function = node
         self.facts = FunctionFacts([], [], [])

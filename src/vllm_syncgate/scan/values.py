@@ -17,7 +17,7 @@ import enum
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.sources import ClassInfo, FunctionInfo, dotted, walk
@@ -70,6 +70,10 @@ _MASK_CALLS = frozenset(
     {"isnan", "isinf", "isfinite", "isin", "logical_and", "logical_or", "logical_not",
      "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "bool"}
 )
+_T = TypeVar("_T")
+# Calls whose result is a boolean mask when what they reduce or reshape is one
+_MASK_OF_MASK = frozenset({"any", "all", "reshape", "view", "flatten", "squeeze", "unsqueeze",
+                           "contiguous", "expand", "repeat"})
 # Calls that make an array of indices (``buf[np.arange(n)]`` gathers, ``buf[:n]`` does not)
 _INDEX_MAKERS = frozenset({"array", "asarray", "arange", "nonzero", "where", "flatnonzero",
                            "argsort", "tensor", "as_tensor", "from_numpy", "unique"})
@@ -229,6 +233,8 @@ class Facts:
     # (id of the class, attr) that class only ever sets to a Python list of indices
     # (``self.suppressed = self._suppressed_ids()`` of a method returning a comprehension)
     collections: dict[tuple[int, str], bool] = field(default_factory=dict)
+    # (id of the class, attr) -> whether that class only ever sets it to ``False``
+    hard_off: dict[tuple[int, str], bool] = field(default_factory=dict)
     # (id of the class, dict attr, key) -> place of what its stores ``self.attr["key"] = v``
     # put there (ValueModel._memo_slot); None while being judged
     memo_slots: dict[tuple[int, str, str], Place | None] = field(
@@ -743,7 +749,13 @@ class ValueModel:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
             return self.is_mask(node.left) or self.is_mask(node.right)
         if isinstance(node, ast.Call):
-            leaf = dotted(node.func).rpartition(".")[2]
+            leaf = node.func.attr if isinstance(node.func, ast.Attribute) else dotted(node.func)
+            if leaf in _MASK_OF_MASK and isinstance(node.func, ast.Attribute):
+                # codes.ne(pad).any(dim=-1), mask.reshape(-1): a reduction or view of a mask
+                receiver = node.func.value
+                if dotted(receiver) == "torch":
+                    return bool(node.args) and self.is_mask(node.args[0])
+                return self.is_mask(receiver)
             return leaf in _MASK_CALLS or (leaf == "to" and dotted(node.args[0] if node.args
                                                                  else node.func) == "torch.bool")
         if isinstance(node, ast.Name):
@@ -834,18 +846,7 @@ class ValueModel:
 
     def _owned(self, table: dict, attr: str):  # type: ignore[no-untyped-def]
         """What the class of the bound method (or its nearest base) says about ``self.attr``."""
-        owner = getattr(self.context, "owner", None)
-        stack, seen = ([owner] if owner is not None else []), set()
-        while stack:
-            cls = stack.pop(0)
-            if id(cls) in seen:
-                continue
-            seen.add(id(cls))
-            found = table.get((id(cls), attr))
-            if found is not None:
-                return found
-            stack.extend(cls.bases)
-        return None
+        return owned(table, getattr(self.context, "owner", None), attr)
 
     def _annotated(self, annotation: ast.expr) -> Place:
         """An annotation's place; a record of ``[values] device_records`` (``meta:
@@ -1211,6 +1212,21 @@ def bindings(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Binding]:
         found.sort(key=lambda binding: binding[3])  # source order: a chain settles in one pass
         func._syncgate_bindings = found  # type: ignore[union-attr]
     return found
+
+
+def owned(table: dict[tuple[int, str], _T], owner: ClassInfo | None, attr: str) -> _T | None:
+    """What ``table`` says about ``self.attr`` for ``owner`` or its nearest base that has it."""
+    stack, seen = ([owner] if owner is not None else []), set()
+    while stack:
+        cls = stack.pop(0)
+        if id(cls) in seen:
+            continue
+        seen.add(id(cls))
+        found = table.get((id(cls), attr))
+        if found is not None:
+            return found
+        stack.extend(cls.bases)
+    return None
 
 
 def appended(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:

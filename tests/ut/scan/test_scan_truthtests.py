@@ -1,8 +1,10 @@
 """Branching on one element of a device tensor (``if mask.any():``, ``while lens.sum() > 0:``)
 calls ``__bool__``, a readback (vLLM-Omni's Fish Speech talker did, split 11); the same tests on
 host tensors are free. A boolean mask a helper makes from its parameter gathers a readback
-where a caller passes a device tensor. Fixture: tests/data/scan/truthtests. Broken variants:
-without the branch-test rule its two sites are lost; without parameter masks, the helper's."""
+where a caller passes a device tensor, and so is a mask reduced along a dimension
+(``codes.ne(pad).any(dim=-1)``, split 13). Fixture: tests/data/scan/truthtests. Broken
+variants: without the branch-test rule its two sites are lost; without parameter masks, the
+helper's; without masks of masks, the reduced one's."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_syncgate.scan import rules
+from vllm_syncgate.scan import rules, values
 
 ENTRY: list[str] = []
 
@@ -23,7 +25,7 @@ def runner(scan_data: Path) -> Path:
 @pytest.fixture
 def expected(runner: Path, expected_sites) -> set[tuple[str, int, str, str]]:
     found = expected_sites(runner)
-    assert len(found) == 3
+    assert len(found) == 4
     return found
 
 
@@ -38,8 +40,9 @@ def test_branch_tests_and_parameter_masks(sites_of, runner, expected):
 
 def test_broken_variant_no_branch_tests(sites_of, runner, expected, monkeypatch):
     monkeypatch.setattr(rules.FunctionWalker, "_truth_test", lambda self, test, stack: None)
-    gather = {s for s in expected if s[1] == _line(runner, "return values[keep]")}
-    assert sites_of(runner, ENTRY, "cuda") == gather
+    reads = {s for s in expected
+             if s[1] in (_line(runner, "return values[keep]"), _line(runner, "codes[alive]"))}
+    assert sites_of(runner, ENTRY, "cuda") == reads
 
 
 def test_broken_variant_no_parameter_masks(sites_of, runner, expected, monkeypatch):
@@ -50,3 +53,9 @@ def test_broken_variant_no_parameter_masks(sites_of, runner, expected, monkeypat
     monkeypatch.setattr(rules.FunctionWalker, "_mask_read", device_only)
     gather = {s for s in expected if s[1] == _line(runner, "return values[keep]")}
     assert sites_of(runner, ENTRY, "cuda") == expected - gather
+
+
+def test_broken_variant_no_masks_of_masks(sites_of, runner, expected, monkeypatch):
+    monkeypatch.setattr(values, "_MASK_OF_MASK", frozenset())
+    reduced = {s for s in expected if s[1] == _line(runner, "self.alive = codes[alive]")}
+    assert sites_of(runner, ENTRY, "cuda") == expected - reduced

@@ -3,7 +3,8 @@
 ``if mask.any():`` and ``while lens.sum() > 0:`` call ``__bool__`` on one element of a device
 tensor: the host reads it back to decide. The same tests on host tensors are free. A boolean
 mask a helper makes from its parameter sizes the helper's gather by the mask's count: a
-readback where the caller passes a device tensor.
+readback where the caller passes a device tensor. So does a mask reduced along a dimension
+(``codes.ne(pad).any(dim=-1)``: vLLM-Omni's MOSS-TTS talker, split 13).
 """
 
 import torch
@@ -22,6 +23,9 @@ class BranchModelRunner:
         if lens_cpu.sum() > 3:
             n += 2
         self.picked = self._pick(lens_cpu, lens)
+        codes = torch.ones(n, 4, dtype=torch.long, device="cuda")
+        alive = codes.ne(0).any(dim=-1)  # a reduction of a mask along a dim is a mask
+        self.alive = codes[alive]  # expect: blocking_readback none
         return n
 
     def _pick(self, values, lens):
