@@ -22,19 +22,16 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "indexlists" / "suppress_runner.py"
 
 
-@pytest.fixture
-def expected(runner: Path, expected_sites) -> set[tuple[str, int, str, str]]:
-    found = expected_sites(runner)
-    assert len(found) == 3
-    return found
-
-
-def _line(runner: Path, text: str) -> tuple[str, int, str, str]:
-    (line,) = [n for n, t in enumerate(runner.read_text().splitlines(), start=1) if text in t]
+def _site(runner: Path, text: str) -> tuple[str, int, str, str]:
+    """The marked site on the line holding ``text``."""
+    lines = runner.read_text().splitlines()
+    (line,) = [n for n, t in enumerate(lines, start=1) if text in t]
     return (runner.name, line, "blocking_copy", "none")
 
 
-def test_list_indices_upload(sites_of, runner, expected):
+def test_list_indices_upload(sites_of, runner, expected_sites):
+    expected = expected_sites(runner)
+    assert len(expected) == 3
     assert sites_of(runner, ENTRY, "cuda") == expected
 
 
@@ -50,12 +47,12 @@ def test_broken_variant_no_list_index_rule(sites_of, runner, monkeypatch):
     assert sites_of(runner, ENTRY, "cuda") == set()
 
 
-def test_broken_variant_no_list_attributes(sites_of, runner, expected, monkeypatch):
+def test_broken_variant_no_list_attributes(sites_of, runner, expected_sites, monkeypatch):
     original = values.ValueModel.python_indices
 
     def no_attributes(self, node, depth=0):
         return False if values._self_attr(node) else original(self, node, depth)
 
     monkeypatch.setattr(values.ValueModel, "python_indices", no_attributes)
-    attributes = {_line(runner, "self.suppressed] ="), _line(runner, "self.keep]")}
-    assert sites_of(runner, ENTRY, "cuda") == expected - attributes
+    attributes = {_site(runner, "self.suppressed] ="), _site(runner, "self.keep]")}
+    assert sites_of(runner, ENTRY, "cuda") == expected_sites(runner) - attributes
