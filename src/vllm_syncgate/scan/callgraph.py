@@ -68,6 +68,7 @@ from vllm_syncgate.scan.values import (
     is_none,
     keyed_stores,
     keyword,
+    python_list,
     record_fields,
     self_slot,
 )
@@ -366,8 +367,10 @@ class _Analysis:
         facts.model_attrs = frozenset(attr for _owner, attr in self._model_slots)
         classes = {id(cls): cls for cls in index.classes}
         for key, group in owned.items():
-            if all(_list_valued(index, classes[key[0]], a.value) for a in group):
-                facts.collections[key] = True
+            # the nearest class that sets the attribute decides (values.owned): both tables
+            # hold an answer for every class that sets it
+            facts.collections[key] = all(_list_valued(index, classes[key[0]], a.value)
+                                         for a in group)
             # self.chunked_prefill_enabled = False, never anything else: hard-wired off
             facts.hard_off[key] = all(isinstance(a.value, ast.Constant) and a.value.value is False
                                       for a in group)
@@ -1566,18 +1569,14 @@ def _self_attr(node: ast.expr) -> bool:
 
 
 def _list_valued(index: SourceIndex, cls: ClassInfo, value: ast.expr | None) -> bool:
-    """A Python list: a display, a comprehension, ``list(...)`` / ``sorted(...)``, or what a
-    method of the class returns when every return is one of those."""
-    if isinstance(value, ast.List | ast.ListComp):
+    """A Python list (:func:`python_list`), or what a method of the class returns when every
+    return is one."""
+    if python_list(value):
         return True
-    if not isinstance(value, ast.Call):
-        return False
-    name = dotted(value.func)
-    if name in ("list", "sorted"):
-        return True
+    name = dotted(value.func) if isinstance(value, ast.Call) else ""
     method = index.lookup(cls, name[5:]) if name.startswith("self.") else None
     returned = _returns_of(method.node) if method is not None else []
-    return bool(returned) and all(isinstance(r, ast.List | ast.ListComp) for r in returned)
+    return bool(returned) and all(python_list(r) for r in returned)
 
 
 def _settle_copies(index: SourceIndex, config: ScanConfig,

@@ -230,7 +230,7 @@ class Facts:
     owner_pin: dict[tuple[int, str], Pin] = field(default_factory=dict)
     owner_dtype: dict[tuple[int, str], str] = field(default_factory=dict)
     owner_place: dict[tuple[int, str], Place] = field(default_factory=dict)
-    # (id of the class, attr) that class only ever sets to a Python list of indices
+    # (id of the class, attr) -> whether that class only ever sets it to a Python list
     # (``self.suppressed = self._suppressed_ids()`` of a method returning a comprehension)
     collections: dict[tuple[int, str], bool] = field(default_factory=dict)
     # (id of the class, attr) -> whether that class only ever sets it to ``False``
@@ -725,12 +725,12 @@ class ValueModel:
         """A Python list (or a numpy array) of indices, not a tensor: a display or comprehension,
         ``sorted(...)`` / ``list(...)`` / ``.tolist()``, a numpy index maker, a local bound once
         to one, or ``self.x`` that its class only ever sets to one."""
-        if isinstance(node, ast.List | ast.ListComp):
+        if python_list(node):
             return True
         if isinstance(node, ast.Call):
             name = dotted(node.func)
             leaf = name.rpartition(".")[2]
-            return name in ("sorted", "list") or leaf == "tolist" or (
+            return leaf == "tolist" or (
                 name.partition(".")[0] in _NUMPY_MODULES and leaf in _INDEX_MAKERS)
         if isinstance(node, ast.Name) and depth < 3 and self._scope is not None:
             value, how = bound_once(self._scope).get(node.id, (None, "none"))
@@ -1248,6 +1248,12 @@ def appended(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast
                 found.setdefault(name, []).append(ast.Starred(value=node.args[0]))
         func._syncgate_appended = found  # type: ignore[union-attr]
     return found
+
+
+def python_list(node: ast.expr | None) -> bool:
+    """A Python list made here: a display, a comprehension, ``list(...)`` or ``sorted(...)``."""
+    return isinstance(node, ast.List | ast.ListComp) or (
+        isinstance(node, ast.Call) and dotted(node.func) in ("list", "sorted"))
 
 
 def _empty_container(node: ast.expr | None) -> bool:

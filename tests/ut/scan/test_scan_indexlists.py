@@ -54,5 +54,5 @@ def test_broken_variant_no_list_attributes(sites_of, runner, expected_sites, mon
         return False if values._self_attr(node) else original(self, node, depth)
 
     monkeypatch.setattr(values.ValueModel, "python_indices", no_attributes)
-    attributes = {_site(runner, "self.suppressed] ="), _site(runner, "self.keep]")}
+    attributes = {_site(runner, "[:, self.suppressed] ="), _site(runner, "self.keep]")}
     assert sites_of(runner, ENTRY, "cuda") == expected_sites(runner) - attributes
