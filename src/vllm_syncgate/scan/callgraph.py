@@ -39,6 +39,7 @@ from vllm_syncgate.scan.rules import (
     Site,
     element_class,
     explain,
+    param_annotation,
     strongest,
 )
 from vllm_syncgate.scan.sources import (
@@ -394,6 +395,8 @@ class _Analysis:
         self._arguments = ValueModel(config, facts, returns)
         self._facts: dict[int, FunctionFacts] = {}
         self._edge_cache: dict[tuple[int, int], list[tuple[Node, Guard]]] = {}
+        # (module, maker, class) -> the classes a local's maker builds (``_local_calls``)
+        self._local_types: dict[tuple[int, str, int], list[ClassInfo]] = {}
 
     def forward_roots(self) -> list[tuple[ClassInfo, list[FunctionInfo], Guard]]:
         """The model forward's per-step code, each class with the methods a step runs and the
@@ -639,6 +642,8 @@ class _Analysis:
             return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
         if call.how == "dispatch":
             return self._dispatch(call.name)
+        if call.how == "local":
+            return self._local_calls(ctx, function, call)
         if call.how == "apply":  # an autograd Function's apply runs its forward
             cls = self.index.resolve_class(function.module, call.name)
             found = self.index.lookup(cls, "forward") if cls is not None else None
@@ -663,6 +668,21 @@ class _Analysis:
             init = self.index.lookup(cls, "__init__")
             return [(cls, init)] if init else []
         return []
+
+    def _local_calls(self, ctx: ClassInfo | None, function: FunctionInfo, call: Call) -> list[Node]:
+        """``session.step()`` where ``session = self._open_session()``, ``Session(...)`` or a
+        parameter ``session: Session``: that method of every class those makers build."""
+        nodes: list[Node] = []
+        for maker in call.makers:
+            key = (id(function.module), maker, id(ctx))
+            made = self._local_types.get(key)
+            if made is None:
+                made = self._local_types[key] = self._made_by(function.module, maker, ctx)
+            for cls in made:
+                for node in self._methods(cls, call.name):
+                    if node not in nodes:
+                        nodes.append(node)
+        return nodes
 
     def _attr_calls(self, ctx: ClassInfo | None, attr: str, method: str) -> list[Node]:
         """``self.attr.method()`` for each scanned class ``self.attr`` is built from in ``ctx``."""
@@ -862,7 +882,7 @@ class _Analysis:
         """The record class of ``site``'s parameter when it is one the runner fills with
         host/device pairs (``[values] device_records``) and the field read is no host data by
         its annotation or name: its fields are device tensors then."""
-        annotation = _param_annotation(function.node, site.param)
+        annotation = param_annotation(function.node, site.param)
         record = dotted(annotation).rpartition(".")[2] if annotation is not None else ""
         if not record or not self.config.device_records.match(record):
             return ""
@@ -1113,7 +1133,7 @@ class _ReturnPlaces:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             # meta.compute_num_computed_tokens() of a parameter ``meta: CommonAttentionMetadata``
             # of a scanned class: that class's method
-            annotation = _param_annotation(caller.node, func.value.id)
+            annotation = param_annotation(caller.node, func.value.id)
             cls = self.index.resolve_class(caller.module, element_class(annotation)) \
                 if annotation is not None else None
             return self.index.lookup(cls, func.attr) if cls is not None else None
@@ -1554,13 +1574,6 @@ def _describe(condition: Condition) -> str:
     blocked = condition.blocks
     tag = f" [{blocked.value}]" if blocked is not None else ""
     return f"L{condition.line}: {condition.text}{tag}"
-
-
-def _param_annotation(function: FunctionNode, name: str) -> ast.expr | None:
-    """The annotation of ``function``'s parameter ``name``, if it has one."""
-    args = function.args
-    return next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
-                 if a.arg == name and a.annotation is not None), None)
 
 
 def _self_attr(node: ast.expr) -> bool:

@@ -177,6 +177,9 @@ class Call:
     # "dispatch": ``builder.build()`` on an object whose class is picked at run time, resolved
     # to every scanned class of ``[entries] dispatch_classes``
     load: bool = False  # an attribute read (``buf.uva``): lands only in a property
+    # "local": ``session.step()`` on a local or parameter, resolved to ``name`` of each class
+    # these build (the callees of its bindings, else the parameter's annotation)
+    makers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -488,18 +491,25 @@ class FunctionWalker:
                 self._record("super", func.attr, node, stack)
             elif self.calls_only:
                 return  # the rest needs the value model
-            elif (chain := self._self_chain(receiver, 0)) is not None:
-                # self.input_batch.block_table.commit(), for t in self.tables: t.commit()
-                self._record("chain", ".".join([*chain, func.attr]), node, stack)
+            elif (chain := self._self_chain(receiver, 0, _links(receiver))) is not None:
+                # self.input_batch.block_table.commit(), for t in self.tables: t.commit(),
+                # kv = self.kv_cache; kv.commit()
+                self._record("attr" if len(chain) == 1 else "chain",
+                             ".".join([*chain, func.attr]), node, stack)
             elif isinstance(receiver, ast.Name) and func.attr == "apply":
                 # Fn.apply(...) of a torch.autograd.Function runs Fn.forward (the FLA wrappers)
                 self._record("apply", receiver.id, node, stack)
-            elif (
-                func.attr not in _READBACKS
-                and not func.attr.startswith("_")
-                and self.values.place(receiver) is Place.DEVICE
-            ):
-                self._record("object", func.attr, node, stack)
+            else:
+                makers = self._makers(receiver)
+                if makers:
+                    self.facts.calls.append(
+                        Call("local", func.attr, stack, node.lineno, node, makers=makers))
+                if (
+                    func.attr not in _READBACKS
+                    and not func.attr.startswith("_")
+                    and self.values.place(receiver) is Place.DEVICE
+                ):
+                    self._record("object", func.attr, node, stack)
             if self.calls_only:
                 return
             if self._dispatched(receiver, 0):
@@ -638,6 +648,25 @@ class FunctionWalker:
                 value is not None and how in (None, "element")
                 and self._dispatched(value, depth + 1) for value, how in bound)
         return False
+
+    def _makers(self, receiver: ast.expr) -> tuple[str, ...]:
+        """What built the object ``receiver`` holds, for ``session.step()``: the callee of each
+        binding of a local (``Session(...)``, ``self._session_for(req)``, ``open_session()``),
+        else a parameter's annotation (``session: Session``); for ``open_session().step()``
+        the callee. Resolving them to classes is the call graph's job."""
+        if isinstance(receiver, ast.Call):
+            name = dotted(receiver.func)
+            return (name,) if name and name != "super" else ()
+        if not isinstance(receiver, ast.Name) or receiver.id == "self":
+            return ()
+        bound = [value for value, how in self.values.bound_to(receiver.id)
+                 if how is None and value is not None and not is_none(value)]
+        if bound:
+            return tuple(dict.fromkeys(
+                name for value in bound if isinstance(value, ast.Call)
+                and (name := dotted(value.func))))
+        annotation = param_annotation(self._function, receiver.id)
+        return (element_class(annotation),) if annotation is not None else ()
 
     def _iterated(self, node: ast.Call, name: str, stack: tuple[Condition, ...]) -> None:
         """``max(t)``, ``sorted(t)``, ``max(a, b)`` of device tensors: element comparisons."""
@@ -932,6 +961,19 @@ def _called(call: ast.Call) -> str:
     func = call.func
     return func.id if isinstance(func, ast.Name) else \
         func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _links(receiver: ast.expr) -> int:
+    """Links a ``self`` chain needs before a call on it is a chain call: a local standing for
+    ``self.kv`` is one (the plain ``self.kv.commit()`` is an attribute call of its own)."""
+    return 1 if isinstance(receiver, ast.Name) else 2
+
+
+def param_annotation(function: FunctionNode, name: str) -> ast.expr | None:
+    """The annotation of ``function``'s parameter ``name``, if it has one."""
+    args = function.args
+    return next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                 if a.arg == name and a.annotation is not None), None)
 
 
 def element_class(annotation: ast.expr) -> str:
