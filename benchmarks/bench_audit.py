@@ -1,4 +1,4 @@
-"""The precision audit (tests/data/scan/audit/flagged.toml) scored by the working tree's scan.
+"""A precision audit (tests/data/scan/audit/flagged*.toml) scored by the working tree's scan.
 
 The audit labels a seeded sample of flagged sites that no held-out label covers, from the source
 of each commit's parent: ``real_default`` (what the gate promises to fail), ``real_mode`` (a
@@ -10,7 +10,11 @@ sites still failing. The sites are dev data once read: a rule written after read
 measured here in sample, not out of it. Needs the mirrors of the audited repositories
 (``--mirrors``, ``OWNER+NAME/repo``). Prints a table, writes benchmarks/results/audit-<tag>.json.
 
-    .venv/bin/python benchmarks/bench_audit.py --mirrors /work/.mirror [--tag now]
+    .venv/bin/python benchmarks/bench_audit.py --mirrors /work/.mirror [--tag now] \
+        [--audit tests/data/scan/audit/flagged2.toml]
+
+With ``--audit`` another sample (audit 2: ``flagged2.toml``); its results are named
+``audit-<sample>-<tag>``.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ def main() -> int:
     parser.add_argument("--mirrors", type=Path, default=Path(os.environ.get("SYNCGATE_MIRRORS", "")),
                         help="the folder of the audited repositories' mirrors (OWNER+NAME/repo)")
     parser.add_argument("--tag", default="now", help="which scanner this is")
+    parser.add_argument("--audit", type=Path, default=AUDIT, help="the labelled sample")
     args = parser.parse_args()
-    sites = read_toml(AUDIT)["site"]
+    sites = read_toml(args.audit)["site"]
     scans: dict[tuple[str, str], tuple[Path, dict]] = {}
     rows = []
     for site in sites:
@@ -52,7 +57,8 @@ def main() -> int:
         fails = heldout._failing_at(found, root, site["file"], site["function"], site["code"])
         rows.append({"index": site["index"], "label": site["label"], "still_fails": fails,
                      "site": f"{Path(site['file']).name} {site['function']}"})
-    emit(f"audit-{args.tag}", rows, _summary(args.tag, rows))
+    name = "audit" if args.audit.resolve() == AUDIT.resolve() else f"audit-{args.audit.stem}"
+    emit(f"{name}-{args.tag}", rows, _summary(args.tag, rows))
     return 0
 
 

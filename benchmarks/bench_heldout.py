@@ -183,11 +183,20 @@ def _paths(commit: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _failing_at(sites: dict, root: Path, file: str, function: str, code: str) -> bool:
-    return any(
-        relative_to(f, root) == file and g[0].qualname == function and code in g[0].code
-        and any(x.gates for x in g)
-        for (f, _), g in sites.items()
-    )
+    return any(any(x.gates for x in g) for g in _groups_at(sites, root, file, function, code))
+
+
+def _groups_at(sites: dict, root: Path, file: str, function: str, code: str) -> list[list]:
+    return [g for (f, _), g in sites.items()
+            if relative_to(f, root) == file and g[0].qualname == function and code in g[0].code]
+
+
+def _missed_as(sites: dict, root: Path, file: str, function: str, code: str) -> str:
+    """Why a default site the parent does not fail at was missed: the guards the scan gave
+    its findings there (``unknown_residence``, ``opt_in``, ...), or ``unreached`` when the
+    scan reports nothing at it (no path from an entry, or no rule for the line)."""
+    guards = sorted({x.guard for g in _groups_at(sites, root, file, function, code) for x in g})
+    return ",".join(guards) or "unreached"
 
 
 def _item_name(commit: dict[str, Any]) -> str:
@@ -255,6 +264,9 @@ def _judge(item: str, kind: str, labelled: list[dict[str, Any]], before: tuple[P
         row = _row(item, kind, site["file"], site["function"], site["kind"], site["label"],
                    fails, still, outcome)
         row["in_sample_too"] = _in_corpus(site["file"], site["function"], site["code"], project)
+        if site["label"] == "default" and not fails:
+            row["missed_as"] = _missed_as(before_sites, before_root, site["file"],
+                                          site["function"], site["code"])
         rows.append(row)
     for text in failing_sites(before_sites, before_root):
         where, _, code = text.partition(": ")

@@ -100,10 +100,11 @@ LOST = {
         lambda m: m.setattr(values.ValueModel, "_in_device_record", lambda self: False), {},
         {"ownfields"}),
     # a helper's record-typed result not taken for a device record: the record's method result
-    # and the mask derived from it are of unknown residence
+    # and the mask derived from it are of unknown residence (the record's own method is still
+    # reached: the helper's return annotation types the local it is called on)
     "records returned by helpers": (
         lambda m: m.setattr(callgraph._ReturnPlaces, "_returns_device_record",
-                            lambda self, target: False), {}, {"records", "ownfields"}),
+                            lambda self, target: False), {}, {"records"}),
     # a literal operand voting for the host: `lengths > 0` of an unknown value is a host mask
     "literal operands": (
         lambda m: m.setattr(values.ValueModel, "_operands",
