@@ -39,6 +39,7 @@ from vllm_syncgate.scan.rules import (
     Site,
     element_class,
     explain,
+    int_annotated,
     param_annotation,
     strongest,
 )
@@ -319,6 +320,7 @@ class _Analysis:
         assignments: list[Assignment] = []
         owned: dict[tuple[int, str], list[Assignment]] = {}
         setters: dict[str, set[str]] = {}  # attr -> methods that store a value there
+        int_stores: set[int] = set()  # assignments that store a Python int
         # (class, attr) -> classes of the objects ``self.attr = Class(...)`` stores there
         self._attr_types: dict[tuple[int, str], list[ClassInfo]] = {}
         # (class, attr) -> methods ``self.attr = self.method`` binds there (forward_native)
@@ -332,6 +334,8 @@ class _Analysis:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
                     assignments.append(assignment)
+                    if _int_store(method, assignment.value):
+                        int_stores.add(id(assignment))
                     owned.setdefault((id(cls), assignment.attr), []).append(assignment)
                     # a constructor is "called" as its class: AsyncOutput(...) builds it
                     setter = f"{cls.name}()" if method.name == "__init__" else method.name
@@ -375,6 +379,7 @@ class _Analysis:
             # self.chunked_prefill_enabled = False, never anything else: hard-wired off
             facts.hard_off[key] = all(isinstance(a.value, ast.Constant) and a.value.value is False
                                       for a in group)
+            facts.ints[key] = all(id(a) in int_stores for a in group)
             pins = {a.pin for a in group} - {Pin.UNKNOWN}
             if len(pins) == 1:
                 facts.owner_pin[key] = pins.pop()
@@ -1574,6 +1579,16 @@ def _describe(condition: Condition) -> str:
     blocked = condition.blocks
     tag = f" [{blocked.value}]" if blocked is not None else ""
     return f"L{condition.line}: {condition.text}{tag}"
+
+
+def _int_store(method: FunctionInfo, value: ast.expr | None) -> bool:
+    """A Python int stored: a literal, ``int(...)``, or the method's ``int``-annotated
+    parameter (``self.token_mel_ratio = token_mel_ratio`` of ``token_mel_ratio: int = 2``)."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, int) and not isinstance(value.value, bool)
+    if isinstance(value, ast.Call):
+        return dotted(value.func) == "int"
+    return isinstance(value, ast.Name) and int_annotated(method.node, value.id)
 
 
 def _self_attr(node: ast.expr) -> bool:

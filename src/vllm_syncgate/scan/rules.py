@@ -617,18 +617,14 @@ class FunctionWalker:
             stored = [n.value for n in walk(self._function) if isinstance(n, ast.Assign)
                       and any(isinstance(t, ast.Attribute) and _self_attribute(t)
                               and t.attr == node.attr for t in n.targets)]  # type: ignore[attr-defined]
-            return bool(stored) and all(self._int_valued(v, depth + 1) for v in stored)
+            if stored:
+                return all(self._int_valued(v, depth + 1) for v in stored)
+            return self.values.int_attribute(node.attr)
         return False
 
     def _int_parameter(self, name: str) -> bool:
         """A parameter annotated ``int`` (``num_samples: int``): its callers pass a count."""
-        function = self._function
-        if function is None:
-            return False
-        args = function.args
-        return any(arg.arg == name and isinstance(arg.annotation, ast.Name)
-                   and arg.annotation.id == "int"
-                   for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+        return self._function is not None and int_annotated(self._function, name)
 
     def _dispatched(self, node: ast.expr, depth: int) -> bool:
         """An object an accessor, list or attribute of ``[entries] dispatch_receivers`` hands
@@ -967,6 +963,12 @@ def _links(receiver: ast.expr) -> int:
     """Links a ``self`` chain needs before a call on it is a chain call: a local standing for
     ``self.kv`` is one (the plain ``self.kv.commit()`` is an attribute call of its own)."""
     return 1 if isinstance(receiver, ast.Name) else 2
+
+
+def int_annotated(function: FunctionNode, name: str) -> bool:
+    """``function``'s parameter ``name`` is annotated ``int``."""
+    annotation = param_annotation(function, name)
+    return isinstance(annotation, ast.Name) and annotation.id == "int"
 
 
 def param_annotation(function: FunctionNode, name: str) -> ast.expr | None:

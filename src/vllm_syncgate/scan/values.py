@@ -235,6 +235,9 @@ class Facts:
     collections: dict[tuple[int, str], bool] = field(default_factory=dict)
     # (id of the class, attr) -> whether that class only ever sets it to ``False``
     hard_off: dict[tuple[int, str], bool] = field(default_factory=dict)
+    # (id of the class, attr) -> whether that class only ever sets it to a Python int (a
+    # literal, an ``int``-annotated parameter: ``self.token_mel_ratio = token_mel_ratio``)
+    ints: dict[tuple[int, str], bool] = field(default_factory=dict)
     # (id of the class, dict attr, key) -> place of what its stores ``self.attr["key"] = v``
     # put there (ValueModel._memo_slot); None while being judged
     memo_slots: dict[tuple[int, str, str], Place | None] = field(
@@ -725,6 +728,8 @@ class ValueModel:
         """A Python list (or a numpy array) of indices, not a tensor: a display or comprehension,
         ``sorted(...)`` / ``list(...)`` / ``.tolist()``, a numpy index maker, a local bound once
         to one, or ``self.x`` that its class only ever sets to one."""
+        if self.tensor_list(node):
+            return False
         if python_list(node):
             return True
         if isinstance(node, ast.Call):
@@ -843,6 +848,16 @@ class ValueModel:
         return known.pop()
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def tensor_list(self, node: ast.expr) -> bool:
+        """``[rows, cols]`` of device index tensors: as an index it is a tuple of them
+        (``logprobs[[rows, cols]]``), advanced indexing on the device with nothing uploaded."""
+        return isinstance(node, ast.List) and any(self.place(e) is Place.DEVICE
+                                                  for e in node.elts)
+
+    def int_attribute(self, attr: str) -> bool:
+        """``self.attr`` holds a Python int wherever the class sets it."""
+        return bool(self._owned(self.facts.ints, attr))
 
     def _owned(self, table: dict, attr: str):  # type: ignore[no-untyped-def]
         """What the class of the bound method (or its nearest base) says about ``self.attr``."""
