@@ -1013,6 +1013,14 @@ class _Analysis:
         )
 
 
+def keeps(unknown: bool, cuts: int, facts: Facts) -> bool:
+    """Whether a judgement of a helper's return is memoised: not an unknown met on a cut
+    recursion (``facts.cuts`` moved since ``cuts``), which a later ask outside that recursion
+    may answer (vllm-ascend 0.23.0's GDN uploads of ``prepare_chunk_offsets(cu_seqlens_cpu)``
+    went quiet when first judged from inside a record field's judgement)."""
+    return not unknown or facts.cuts == cuts
+
+
 class _ReturnPlaces:
     """Where the value a scanned function returns lives, for the value model of its callers.
 
@@ -1059,11 +1067,13 @@ class _ReturnPlaces:
             self.facts.cuts += 1
             return Place.UNKNOWN, set()  # recursion, or too deep to be worth it
         self._active.add(key)
+        cuts = self.facts.cuts
         try:
             found = self._compute(target, element, arguments)
         finally:
             self._active.discard(key)
-        self._cache[key] = found
+        if keeps(found[0] is Place.UNKNOWN, cuts, self.facts):
+            self._cache[key] = found
         return found
 
     def pin(self, context: object, call: ast.Call, caller: ValueModel | None = None) -> Pin:
@@ -1076,15 +1086,11 @@ class _ReturnPlaces:
             return Pin.UNKNOWN
         key = (id(target), -1)
         if key not in self._pins:
-            self._pins[key] = Pin.UNKNOWN  # recursion
-            self._pinning.add(key)
-            try:
-                self._pins[key] = self._pin_of(target, None)
-            finally:
-                self._pinning.discard(key)
-        elif key in self._pinning:
-            self.facts.cuts += 1
-        pin = self._pins[key]
+            pin = self._pin_once(key, target, None)
+        else:
+            if key in self._pinning:
+                self.facts.cuts += 1
+            pin = self._pins[key]
         if pin is Pin.UNKNOWN and key in self._active:
             self.facts.cuts += 1
         judged = None if pin is not Pin.UNKNOWN or key in self._active else \
@@ -1094,17 +1100,29 @@ class _ReturnPlaces:
         known, passed = judged
         per_call = (*key, known)
         if per_call not in self._pins:
-            self._pins[per_call] = Pin.UNKNOWN  # recursion
             self._active.add(key)
-            self._pinning.add(per_call)
             try:
-                self._pins[per_call] = self._pin_of(target, passed)
+                return self._pin_once(per_call, target, passed)
             finally:
                 self._active.discard(key)
-                self._pinning.discard(per_call)
-        elif per_call in self._pinning:
+        if per_call in self._pinning:
             self.facts.cuts += 1
         return self._pins[per_call]
+
+    def _pin_once(self, key: tuple, target: FunctionInfo, passed: Arguments | None) -> Pin:
+        """The pinning of ``target``'s return judged for ``key``, kept as ``keeps`` says."""
+        self._pins[key] = Pin.UNKNOWN  # recursion
+        self._pinning.add(key)
+        cuts = self.facts.cuts
+        try:
+            pin = self._pin_of(target, passed)
+        finally:
+            self._pinning.discard(key)
+        if keeps(pin is Pin.UNKNOWN, cuts, self.facts):
+            self._pins[key] = pin
+        else:
+            del self._pins[key]
+        return pin
 
     def _returns_device_record(self, target: FunctionInfo) -> bool:
         """A helper annotated to hand back a ``[values] device_records`` record (a rewritten
@@ -1277,8 +1295,8 @@ class _StoredFields:
 
     def _constructions(self, record: str, module: SourceModule,
                        top: str) -> list[tuple[FunctionInfo, ast.Call]]:
-        """``record(...)`` calls in ``module`` and in the modules importing ``top`` from it
-        (looked up once: each field the record declares asks)."""
+        """``record(...)`` calls in ``module`` and in the modules importing ``top`` from it, and
+        its alternate constructors' (looked up once: each field the record declares asks)."""
         key = (record, id(module), top)
         if key in self._built:
             return self._built[key]
@@ -1295,8 +1313,16 @@ class _StoredFields:
                 text = self._texts[id(where)] = "\n".join(where.lines)
             if needle in text:  # most importers only annotate with the record
                 found.extend(self._module_calls(where).get(record, []))
+        found.extend(self._alternate_constructions(record, module))
         self._built[key] = found
         return found
+
+    def _alternate_constructions(self, record: str,
+                                 module: SourceModule) -> list[tuple[FunctionInfo, ast.Call]]:
+        """``cls(...)`` in the record's own classmethods: ``SamplingTensors.from_lists`` builds
+        the record there, and what it stores is what the sampler reads off it."""
+        return [(function, call) for function, call in self._module_calls(module).get("cls", [])
+                if function.owner is not None and function.owner.name == record]
 
     def _module_calls(self, module: SourceModule) -> dict[str, list[tuple[FunctionInfo, ast.Call]]]:
         """Calls in ``module``'s functions and methods, by the called name's last part."""
