@@ -308,6 +308,7 @@ class _Analysis:
         # (``vllm.v1.worker.gpu.buffer_utils.UvaBuffer = UvaBufferWrapper`` in a plugin)
         self._patches = _patched_classes(index)
         self._function_patches = _patched_functions(index)
+        self._custom_ops = _custom_ops(index)
         # classes a run-time dispatch may land in (every attention metadata builder)
         self._implementations = [c for c in index.classes if self._implements(c)]
         # of those, the ones a model picks without any switch (a model family's own backend)
@@ -647,6 +648,10 @@ class _Analysis:
             return [n for n in nodes if _is_property(n[1].node)] if call.load else nodes
         if call.how == "dispatch":
             return self._dispatch(call.name)
+        if call.how == "op":
+            # the op's function, run for the layer that called it: its ``self._forward(...)``
+            # on the layer it fetches from the forward context lands in the caller's class
+            return [(ctx, f) for f in self._custom_ops.get(call.name, [])]
         if call.how == "local":
             return self._local_calls(ctx, function, call)
         if call.how == "apply":  # an autograd Function's apply runs its forward
@@ -1401,6 +1406,29 @@ def _patched_functions(index: SourceIndex) -> dict[tuple[str, str], FunctionInfo
         if function is not None and function.owner is None:
             found.setdefault(key, []).append(function)
     return {key: fs[0] for key, fs in found.items() if len({id(f) for f in fs}) == 1}
+
+
+def _custom_ops(index: SourceIndex) -> dict[str, list[FunctionInfo]]:
+    """op name -> the scanned functions registered for it at module level
+    (``direct_register_custom_op(op_name="gdn_attention", op_func=gdn_attention, ...)``): what
+    a layer's ``torch.ops.vllm.gdn_attention(...)`` runs, the compiled graph's way back into
+    the layer's own ``_forward``."""
+    found: dict[str, list[FunctionInfo]] = {}
+    for module in index.modules:
+        for statement in module.tree.body:
+            call = statement.value if isinstance(statement, ast.Expr) else None
+            if not (isinstance(call, ast.Call)
+                    and dotted(call.func).rpartition(".")[2] == "direct_register_custom_op"):
+                continue
+            name = keyword(call, "op_name") or (call.args[0] if call.args else None)
+            func = keyword(call, "op_func") or (call.args[1] if len(call.args) > 1 else None)
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
+                    and isinstance(func, ast.Name)):
+                continue
+            function = index.resolve_function(module, func.id)
+            if function is not None and function.owner is None:
+                found.setdefault(name.value, []).append(function)
+    return found
 
 
 def _local_value(function: FunctionInfo, value: ast.expr | None) -> ast.expr | None:

@@ -489,6 +489,8 @@ class FunctionWalker:
                 and receiver.func.id == "super"
             ):
                 self._record("super", func.attr, node, stack)
+            elif (op := custom_op(func)) is not None:
+                self._record("op", op, node, stack)  # torch.ops.vllm.gdn_attention(...)
             elif self.calls_only:
                 return  # the rest needs the value model
             elif (chain := self._self_chain(receiver, 0, _links(receiver))) is not None:
@@ -963,6 +965,12 @@ def _links(receiver: ast.expr) -> int:
     """Links a ``self`` chain needs before a call on it is a chain call: a local standing for
     ``self.kv`` is one (the plain ``self.kv.commit()`` is an attribute call of its own)."""
     return 1 if isinstance(receiver, ast.Name) else 2
+
+
+def custom_op(func: ast.expr) -> str | None:
+    """``torch.ops.NS.NAME``: the name of the registered op a call runs, else None."""
+    parts = dotted(func).split(".")
+    return parts[3] if len(parts) == 4 and parts[:2] == ["torch", "ops"] else None
 
 
 def int_annotated(function: FunctionNode, name: str) -> bool:

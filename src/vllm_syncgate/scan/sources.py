@@ -133,6 +133,7 @@ class SourceIndex:
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
+    _modules_by_name: dict[str, SourceModule] | None = field(default=None, repr=False)
     # parses an op module (by dotted name) the first time a backend module's call reaches it
     load_op: Callable[[str], SourceModule | None] | None = field(default=None, repr=False)
     folders: Folders = field(default_factory=Folders, repr=False)
@@ -200,8 +201,24 @@ class SourceIndex:
             if found is None and module.backend and self.load_op is not None \
                     and self.load_op(target[0]) is not None:
                 found = self.functions.get(target)  # an op, parsed now that a call reaches it
-            return found
+            return found or self._reexported(target)
         return self.functions.get((module.name, name))
+
+    def _reexported(self, target: tuple[str, str]) -> FunctionInfo | None:
+        """A function a scanned package's ``__init__`` re-exports (``from .chunk import
+        chunk_gated_delta_rule`` in ``ops/fla/__init__.py``), followed a few imports deep."""
+        if self._modules_by_name is None:
+            self._modules_by_name = {m.name: m for m in self.modules}
+        for _ in range(3):
+            holder = self._modules_by_name.get(target[0])
+            again = holder.imports.get(target[1]) if holder is not None else None
+            if again is None or not again[1]:
+                return None
+            target = again
+            found = self.functions.get(target)
+            if found is not None:
+                return found
+        return None
 
     def _resolve(
         self, module: SourceModule, dotted: str, table: dict[tuple[str, str], ClassInfo]

@@ -552,9 +552,12 @@ class ValueModel:
                 place = self.place(func.value)  # type: ignore[attr-defined]
                 return self.pin(func.value) if place is Place.HOST else (  # type: ignore[attr-defined]
                     Pin.PAGEABLE if place is Place.DEVICE else Pin.UNKNOWN)
-            if (isinstance(func, ast.Attribute) and func.attr == "to" and not moves_to_device(node)
-                    and not targets_cpu(node) and self.place(func.value) is Place.HOST):
-                return Pin.PAGEABLE  # x.to(dtype): a converted copy in pageable memory
+            if (isinstance(func, ast.Attribute) and func.attr == "to" and not targets_cpu(node)
+                    and self.place(func.value) is Place.HOST):
+                if not moves_to_device(node):
+                    return Pin.PAGEABLE  # x.to(dtype): a converted copy in pageable memory
+                if self.stays_pageable(node):
+                    return Pin.PAGEABLE
             if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
                 return self.pin(func.value)
             name = dotted(func)
@@ -848,6 +851,13 @@ class ValueModel:
         return known.pop()
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def stays_pageable(self, call: ast.Call) -> bool:
+        """``x.to(cu)`` of a pageable host ``x`` where the caller's ``cu`` is a host tensor (FLA's
+        ``prepare_chunk_indices`` hands its table back ``.to(cu_seqlens)``): ``x`` stays, or is
+        converted, on the host, in pageable memory either way, so uploading the result blocks."""
+        return self.place(call) is Place.HOST and \
+            self.pin(call.func.value) is Pin.PAGEABLE  # type: ignore[attr-defined]
 
     def tensor_list(self, node: ast.expr) -> bool:
         """``[rows, cols]`` of device index tensors: as an index it is a tuple of them
