@@ -571,8 +571,8 @@ class FunctionWalker:
 
     def _device_scalar(self, node: ast.expr, depth: int) -> bool:
         """One element of a device tensor (or of a parameter's, its callers decide): an
-        integer-constant index (``loc[-1]``), a whole reduction (``lens.sum()``), or a local
-        bound only to one."""
+        integer index (``loc[-1]``, ``cu[i + 1]``), a whole reduction (``lens.sum()``), or a
+        local bound only to one."""
         if depth > 3:
             return False
         if isinstance(node, ast.Name):
@@ -584,10 +584,7 @@ class FunctionWalker:
             _line, value, how = max(earlier, key=lambda b: b[0])
             return value is not None and how is None and self._device_scalar(value, depth + 1)
         if isinstance(node, ast.Subscript):
-            key = node.slice
-            if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
-                key = key.operand
-            if not (isinstance(key, ast.Constant) and type(key.value) is int):
+            if not self.element_index(node.slice):
                 return False
             tensor = node.value
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -623,6 +620,25 @@ class FunctionWalker:
                 return all(self._int_valued(v, depth + 1) for v in stored)
             return self.values.int_attribute(node.attr)
         return False
+
+    def element_index(self, key: ast.expr) -> bool:
+        """An index that picks one element: an int literal (``-1``), or arithmetic of ints and
+        names (``i``, ``i + 1`` of a loop over ``range``); a slice bound or a branch test needs
+        one element, so where the code runs the name is an int."""
+        if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
+            key = key.operand
+        if isinstance(key, ast.Constant):
+            return type(key.value) is int
+        if isinstance(key, ast.BinOp):
+            return self.element_index(key.left) and self.element_index(key.right)
+        return isinstance(key, ast.Name) and self._range_variable(key.id)
+
+    def _range_variable(self, name: str) -> bool:
+        """``name`` is the target of a ``for`` over ``range(...)`` in the bound function."""
+        return self._function is not None and any(
+            isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == name
+            and isinstance(n.iter, ast.Call) and dotted(n.iter.func) == "range"
+            for n in walk(self._function))
 
     def _int_parameter(self, name: str) -> bool:
         """A parameter annotated ``int`` (``num_samples: int``): its callers pass a count."""

@@ -50,4 +50,14 @@ class BoundAttentionImpl:
         kept = output[:host_tokens]
         counted = output[:attn_metadata.num_actual_tokens]
         listed = output[:attn_metadata.query_lens[-1]]
-        return kept + counted + listed
+        return kept + counted + listed + self._per_sequence(query, attn_metadata)
+
+    def _per_sequence(self, query: torch.Tensor, attn_metadata: BoundMetadata) -> torch.Tensor:
+        """A reference loop over the sequences: each bound an element picked by the loop index."""
+        starts = attn_metadata.query_start_loc
+        starts_cpu = attn_metadata.query_start_loc_cpu
+        parts = []
+        for i in range(len(attn_metadata.query_lens)):
+            parts.append(query[starts[i]:starts[i + 1]].sum(0))  # expect: blocking_readback none
+            parts.append(query[starts_cpu[i]:starts_cpu[i + 1]].sum(0))
+        return torch.stack(parts)
