@@ -33,7 +33,8 @@ from vllm_syncgate.tomlfile import read_toml
 DATA = Path(__file__).parents[2] / "data"
 # in labelling order: a split may not reuse a commit of any split before it
 SPLITS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-          "heldout8", "heldout10", "heldout9", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16")
+          "heldout8", "heldout10", "heldout9", "heldout11", "heldout12", "heldout13", "heldout14",
+          "heldout15", "heldout16")
 # the least each split holds (the later ones are smaller: the pool of unused sync fixes in the
 # scanned packages ran out, and vLLM's own default path had almost none to fix; see each
 # `excluded` list): guards against labels lost by an edit
