@@ -115,10 +115,20 @@ def test_steps_of_a_scenario_with_requests_in_flight_together_are_timing_not_fin
     full["scenarios"][0] |= {"key": "baseline/batched", "scenario": "batched"}
     quick = {"passed": True, "scenarios": [copy.deepcopy(full["scenarios"][0])]}
     quick["scenarios"][0]["steps"] = {"prefill": 15, "decode": 495, "mixed": 1, "empty": 16}
+    quick["scenarios"][0]["sync_verdict"]["allowed"] = {"x:_to_list": 511}  # one step fewer
     assert report_differences(full, quick) == []
     quick["scenarios"][0]["generations"][0]["token_ids"][0] = 9  # what it found still counts
     [line] = report_differences(full, quick)
     assert "tokens differ" in line
+
+
+def test_a_sync_allowed_only_in_one_run_of_a_batched_scenario_is_a_difference():
+    full = _report()
+    full["scenarios"][0] |= {"key": "baseline/batched", "scenario": "batched"}
+    quick = {"passed": True, "scenarios": [copy.deepcopy(full["scenarios"][0])]}
+    quick["scenarios"][0]["sync_verdict"]["allowed"] = {"x:_to_list": 511, "y:item": 3}
+    [line] = report_differences(full, quick)
+    assert line.startswith("baseline/batched: sync_verdict")
 
 
 def test_an_empty_smaller_report_is_a_difference():
