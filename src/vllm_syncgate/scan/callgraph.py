@@ -1253,6 +1253,7 @@ class _StoredFields:
                 self.facts.cuts += 1
             return found
         self._done[name] = _STORING  # a field stored from itself
+        cuts = self.facts.cuts
         places: set[Place] = set()
         pins: set[Pin] = set()
         for record, position, module, top in self._records().get(name, []):
@@ -1276,7 +1277,10 @@ class _StoredFields:
         places.discard(Place.UNKNOWN)  # a field passed on from another record says nothing
         found = (places.pop() if len(places) == 1 else Place.UNKNOWN,
                  pins.pop() if len(pins) == 1 else Pin.UNKNOWN)
-        self._done[name] = found
+        if keeps(found[0] is Place.UNKNOWN, cuts, self.facts):
+            self._done[name] = found
+        else:
+            del self._done[name]
         return found
 
     def _records(self) -> dict[str, list[tuple[str, int, SourceModule, str]]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.sources import ClassInfo, dotted, walk
-from vllm_syncgate.scan.values import Facts, bindings, is_none, owned
+from vllm_syncgate.scan.values import Facts, bindings, is_none, makes_tensor, owned
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
 # ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
@@ -403,6 +403,10 @@ class GuardEvaluator:
         """Truthiness of a name, attribute chain or call in the protected configuration."""
         if isinstance(node, ast.Call):
             func = node.func
+            if isinstance(func, ast.Name) and func.id == "isinstance" and self._settled_tensor(
+                    node):
+                # x = y.to(device=d, dtype=t); if not isinstance(x, torch.Tensor): dead code
+                return Truth(True, Guard.OPT_IN)
             if isinstance(func, ast.Name) and func.id in ("isinstance", "hasattr", "getattr",
                                                           "bool", "len"):
                 return self.atom(node.args[0]) if node.args else UNKNOWN
@@ -451,6 +455,22 @@ class GuardEvaluator:
             # self.chunked_prefill_enabled = False in the class, never set otherwise
             return Truth(False, Guard.OPT_IN)
         return UNKNOWN
+
+    def _settled_tensor(self, test: ast.Call) -> bool:
+        """``isinstance(x, torch.Tensor)`` where ``x`` was last bound, unconditionally (in the
+        function's own body, not a branch), to a value that is certainly a tensor."""
+        if len(test.args) != 2 or not isinstance(test.args[0], ast.Name) or \
+                dotted(test.args[1]) not in ("torch.Tensor", "Tensor") or \
+                not isinstance(self._scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        name = test.args[0].id
+        earlier = [line for local, _v, _how, line in bindings(self._scope)
+                   if local == name and line < test.lineno]
+        if not earlier:
+            return False
+        return any(isinstance(statement, ast.Assign) and statement.lineno == earlier[-1]
+                   and [dotted(t) for t in statement.targets] == [name]
+                   and makes_tensor(statement.value) for statement in self._scope.body)
 
     def _switched(self, name: str) -> str:
         """The config switch whose feature alone sets a value of this name (``[guards]

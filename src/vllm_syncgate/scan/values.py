@@ -196,6 +196,19 @@ def to_parameter(model: ValueModel, call: ast.Call) -> bool:
         and "device" not in dotted(target).lower()
 
 
+def makes_tensor(value: ast.expr | None) -> bool:
+    """Whether ``value`` is certainly a tensor: a torch creator or new-tensor op, or a ``.to()``
+    that names a dtype (a module's or a feature batch's ``.to`` seldom does)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = dotted(value.func)
+    if name.startswith("torch.") and name.count(".") == 1:
+        return name[6:] in _CREATORS or name[6:] in _NEW_TENSOR_OPS
+    dtype = keyword(value, "dtype")
+    return isinstance(value.func, ast.Attribute) and value.func.attr == "to" and \
+        dtype is not None and is_dtype(dtype)
+
+
 def constructed_kind(node: ast.expr) -> str | None:
     """``"event"`` for ``torch.cuda.Event(...)`` and friends, ``"stream"`` for streams."""
     if isinstance(node, ast.Call):

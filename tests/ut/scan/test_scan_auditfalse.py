@@ -1,7 +1,9 @@
-"""Two false alarms of the second precision audit (tests/data/scan/audit/flagged2.toml, its
-not_sync sites 6 and 27) are quiet, and the real syncs next to them still fail: a list of device
-index tensors indexes like a tuple of them (``logprobs[[rows, cols]]``: no upload), and an
-attribute the class only sets to an ``int`` parameter sizes ``repeat_interleave``. Fixture:
+"""Three false alarms of the second precision audit (tests/data/scan/audit/flagged2.toml, its
+not_sync sites 6, 27 and 19) are quiet, and the real syncs next to them still fail: a list of
+device index tensors indexes like a tuple of them (``logprobs[[rows, cols]]``: no upload), an
+attribute the class only sets to an ``int`` parameter sizes ``repeat_interleave``, and
+``not isinstance(x, torch.Tensor)`` of an ``x`` just made a tensor is never taken (its copy
+is reported guarded, not failing). Fixture:
 tests/data/scan/auditfalse. Broken variants: each rule removed brings its false alarm back."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_syncgate.scan import values
+from vllm_syncgate.scan import guards, values
 
 ENTRY: list[str] = []
 STAGE = "talker_stage.py"
@@ -24,7 +26,7 @@ def auditfalse(scan_data: Path) -> Path:
 @pytest.fixture
 def expected(auditfalse: Path, expected_sites) -> set[tuple[str, int, str, str]]:
     found = expected_sites(auditfalse)
-    assert len(found) == 2
+    assert len(found) == 4
     return found
 
 
@@ -48,3 +50,10 @@ def test_broken_variant_int_attributes(sites_of, auditfalse, expected, monkeypat
     monkeypatch.setattr(values.ValueModel, "int_attribute", lambda self, attr: False)
     back = _line(auditfalse, "self.token_mel_ratio, dim=1", "blocking_readback")
     assert sites_of(auditfalse, ENTRY, "cuda") == expected | {back}
+
+
+def test_broken_variant_settled_type_tests(sites_of, auditfalse, expected, monkeypatch):
+    monkeypatch.setattr(guards.GuardEvaluator, "_settled_tensor", lambda self, test: False)
+    back = _line(auditfalse, "torch.as_tensor(embeds, device", "blocking_copy")
+    dead = (*back[:3], "opt_in")  # the branch no longer judged dead: the copy runs by default
+    assert sites_of(auditfalse, ENTRY, "cuda") == (expected - {dead}) | {back}

@@ -6,8 +6,11 @@ where a later ask, outside the recursion, knows. Kept, it hid real uploads: vllm
 GDN builder uploads of ``prepare_chunk_offsets(cu_seqlens_cpu)`` (sweep-labelled real) went
 quiet once an unrelated record's alternate constructor was read first. The recursion is
 simulated here by making the first judgement of the fixture's helper meet a cut; the caching
-is the scanner's own. Fixture: tests/data/scan/cuts. Broken variants: keeping an unknown met
-on a cut, of the pinning or of the place, loses the upload."""
+is the scanner's own. The same holds for a record field whose constructions store another
+record's field that stores it back (tests/data/scan/cuts/fieldpkg): judged first from inside the
+other field's judgement, it was kept unknown, so a readback of it passed or failed depending on
+which field the walk met first. Fixture: tests/data/scan/cuts. Broken variants: keeping an
+unknown met on a cut, of the pinning, of the place or of a stored field, loses the readback."""
 
 from __future__ import annotations
 
@@ -66,3 +69,25 @@ def test_broken_variant_unknown_kept_after_a_cut(sites_of, tree, monkeypatch, me
     _first_ask_cut(monkeypatch, method, unknown)
     monkeypatch.setattr(callgraph, "keeps", lambda unknown, cuts, facts: True)
     assert sites_of(tree, [], "cuda") == set()
+
+
+@pytest.fixture
+def fields(scan_data: Path) -> Path:
+    return scan_data / "cuts" / "fieldpkg"
+
+
+def test_a_field_judged_inside_another_fields_recursion_is_asked_again(sites_of, fields,
+                                                                      expected_sites):
+    expected = expected_sites(fields)
+    assert len(expected) == 2
+    assert sites_of(fields, [], "cuda") == expected
+
+
+def test_broken_variant_keeping_a_field_met_on_a_cut(sites_of, fields, expected_sites,
+                                                      monkeypatch):
+    monkeypatch.setattr(callgraph, "keeps", lambda unknown, cuts, facts: True)
+    lines = (fields / "runner.py").read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if "staged.counts.tolist()" in text]
+    lost = ("runner.py", line, "blocking_readback", "none")
+    assert sites_of(fields, [], "cuda") == expected_sites(fields) - {lost} | {
+        (*lost[:3], "unknown_residence")}
