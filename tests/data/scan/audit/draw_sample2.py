@@ -15,8 +15,14 @@ smaller), then sorted in plain tuple order: the order of flagged2.toml's [[site]
 
 Run from the repository root: python3 tests/data/scan/audit/draw_sample2.py
 It reads only committed TOML files; it runs no scanner.
+
+Audit 3 (flagged3.toml) is drawn the same way from other splits, another engine's table and
+another seed, leaving out the sites of every earlier audit:
+python3 tests/data/scan/audit/draw_sample2.py --splits heldout14 heldout15 heldout16 \
+    --tag settled --seed 20261204 --exclude flagged.toml flagged2.toml
 """
 
+import argparse
 import random
 import tomllib
 from collections import Counter
@@ -35,11 +41,11 @@ def load(path):
     return tomllib.loads(path.read_text())
 
 
-def audited():
-    """Sites of the first audit, keyed like the population (file name without its folder)."""
+def audited(files):
+    """Sites of earlier audits, keyed like the population (file name without its folder)."""
     return {
         (s["repository"], s["file"].rsplit("/", 1)[-1], s["function"], s["code"])
-        for s in load(AUDIT / "flagged.toml")["site"]
+        for name in files for s in load(AUDIT / name)["site"]
     }
 
 
@@ -50,12 +56,12 @@ def commit_of(labels, item):
     return found[0]
 
 
-def population():
-    """All unlabelled failing sites of the splits' [lists] tables, with where each was seen."""
+def population(splits, tag):
+    """All unlabelled failing sites of the splits' ``tag`` tables, with where each was seen."""
     sites = {}
     distinct = {}
-    for split in SPLITS:
-        rows = load(DATA / split / "results.toml")[TAG]["rows"]
+    for split in splits:
+        rows = load(DATA / split / "results.toml")[tag]["rows"]
         labels = load(DATA / split / "labels.toml")
         distinct[split] = set()
         for row in rows:
@@ -70,17 +76,25 @@ def population():
 
 
 def main():
-    sites, distinct = population()
-    done = audited()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", nargs="+", default=list(SPLITS))
+    parser.add_argument("--tag", default=TAG, help="the results.toml table (the engine)")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--size", type=int, default=SIZE)
+    parser.add_argument("--exclude", nargs="+", default=["flagged.toml"],
+                        help="earlier audits whose sites are left out")
+    args = parser.parse_args()
+    sites, distinct = population(args.splits, args.tag)
+    done = audited(args.exclude)
     print("distinct unlabelled sites within each split:", {k: len(v) for k, v in distinct.items()})
-    print("distinct over the four splits:", len(sites))
-    print("of them in flagged.toml (audit 1):", len(done & sites.keys()))
+    print("distinct over the splits:", len(sites))
+    print(f"of them in {', '.join(args.exclude)}:", len(done & sites.keys()))
     pool = sorted(k for k in sites if k not in done)
     first = Counter(sites[k][0][0] for k in pool)
-    print("population per split (first seen):", {s: first[s] for s in SPLITS})
-    print("population per split (seen in):", {s: len(distinct[s] - done) for s in SPLITS})
+    print("population per split (first seen):", {s: first[s] for s in args.splits})
+    print("population per split (seen in):", {s: len(distinct[s] - done) for s in args.splits})
     print("population:", len(pool))
-    sample = sorted(random.Random(SEED).sample(pool, min(SIZE, len(pool))))
+    sample = sorted(random.Random(args.seed).sample(pool, min(args.size, len(pool))))
     for i, key in enumerate(sample):
         split, sha, parent = sites[key][0]
         others = sorted({f"{s} {c[:10]}" for s, c, _ in sites[key][1:] if c != sha})
