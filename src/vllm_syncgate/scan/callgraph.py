@@ -28,6 +28,7 @@ from vllm_syncgate.scan.guards import (
     Guard,
     GuardEvaluator,
     config_overrides,
+    environment_writes,
     tree_config_sources,
 )
 from vllm_syncgate.scan.memory import paused_collector
@@ -226,6 +227,10 @@ def _scan(
              if config.config_hooks.match(m.name)]
     if hooks:  # a scanned platform's config hook: what it forces is the default it runs with
         config = replace(config, config_overrides=config_overrides(hooks))
+    written = environment_writes(m.tree for m in index.modules
+                                 if any("environ" in line or "putenv" in line for line in m.lines))
+    if written:
+        config = replace(config, environment_set=written)
     analysis = _Analysis(index, config)
     runners, warnings = _entry_points(index, config, entries)
     warnings = [*index.warnings, *warnings]

@@ -109,6 +109,9 @@ class ScanConfig:
     # (field, value) the scanned platforms' hooks force on the config, set by
     # :func:`vllm_syncgate.scan.callgraph.scan`: they win over the config's own defaults
     config_overrides: tuple[tuple[str, bool], ...] = ()
+    # environment variables a scanned module sets itself, set by
+    # :func:`vllm_syncgate.scan.callgraph.scan`: a read of one is not its unset default
+    environment_set: frozenset[str] = frozenset()
     # ``call.field``: that field of what ``call()`` returns holds device records (by layer)
     context_records: tuple[str, ...] = ()
     # the scanned tree's own config modules (its defaults judge its switches), set by

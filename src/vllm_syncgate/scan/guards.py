@@ -18,14 +18,14 @@ import enum
 import fnmatch
 import importlib.util
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
 from vllm_syncgate.scan.sources import ClassInfo, dotted, walk
-from vllm_syncgate.scan.values import Facts, bindings, is_none, makes_tensor, owned
+from vllm_syncgate.scan.values import Facts, bindings, is_none, keyword, makes_tensor, owned
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
 # ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
@@ -355,6 +355,9 @@ class GuardEvaluator:
         return self.atom(test)
 
     def _compare(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Truth:
+        environment = _environment_compare(left, op, right, self.config.environment_set)
+        if environment is not None:
+            return environment
         if _chain(left)[-2:] == ["device", "type"] and isinstance(right, ast.Constant) \
                 and right.value == "cpu" and isinstance(op, ast.Eq | ast.NotEq):
             # x.device.type == "cpu": a host-only branch, never the accelerator's step
@@ -401,6 +404,11 @@ class GuardEvaluator:
 
     def atom(self, node: ast.expr) -> Truth:
         """Truthiness of a name, attribute chain or call in the protected configuration."""
+        known, value = environment_default(node, self.config.environment_set)
+        if known:  # os.environ.get("X_DUMP_DIR"): no such variable is set by default
+            return Truth(bool(value), Guard.OPT_IN)
+        if is_none(node):
+            return Truth(False)  # os.environ.get("X") or None
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id == "isinstance" and self._settled_tensor(
@@ -553,6 +561,86 @@ class GuardEvaluator:
         if self.config.one_by_default.match(names[-1]):
             return Guard.OPT_IN
         return None
+
+
+_ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
+_STRING_METHODS = frozenset({"lower", "upper", "strip", "casefold"})
+_CONVERSIONS = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def environment_default(node: ast.expr, written: frozenset[str] = frozenset()) -> tuple[bool, object]:
+    """(True, value) when ``node`` reads an environment variable, with the value it has when
+    none is set: the gate protects a default deployment, where debug and dump variables
+    (``VLLM_X_DUMP_DIR``) are unset. Follows the default through ``.lower()``/``.strip()`` and
+    ``int()``/``bool()``; (False, None) for anything else, a default that is not a literal or a
+    variable the scanned tree sets itself (``written``)."""
+    if not isinstance(node, ast.Call):
+        return False, None
+    func = node.func
+    if dotted(func) in _ENVIRONMENT_READS:
+        if not node.args or not isinstance(node.args[0], ast.Constant) or len(node.args) > 2 \
+                or node.args[0].value in written:
+            return False, None
+        default = node.args[1] if len(node.args) == 2 else keyword(node, "default")
+        if default is None:
+            return True, None
+        return (True, default.value) if isinstance(default, ast.Constant) else (False, None)
+    if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS and not node.args:
+        known, value = environment_default(func.value, written)
+        if known and isinstance(value, str):
+            return True, getattr(value, func.attr)()
+        return False, None
+    if isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(node.args) == 1:
+        known, value = environment_default(node.args[0], written)
+        if known and value is not None:
+            try:
+                return True, _CONVERSIONS[func.id](value)
+            except ValueError:
+                return False, None
+    return False, None
+
+
+def _environment_compare(left: ast.expr, op: ast.cmpop, right: ast.expr,
+                         written: frozenset[str]) -> Truth | None:
+    """``os.getenv("X", "0") == "1"``, ``mode in ("a", "b")``, ``"X" in os.environ``: decided
+    by the default of the variable; None when either side is not known."""
+    if isinstance(op, ast.In | ast.NotIn) and dotted(right) in ("os.environ", "environ") and \
+            isinstance(left, ast.Constant) and left.value not in written:
+        return Truth(isinstance(op, ast.NotIn), Guard.OPT_IN)
+    known, value = environment_default(left, written)
+    if not known:
+        return None
+    try:
+        other = ast.literal_eval(right)
+    except (ValueError, TypeError, SyntaxError):
+        return None
+    compare = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+               ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}.get(type(op))
+    if compare is None:
+        return None
+    try:
+        return Truth(bool(compare(value, other)), Guard.OPT_IN)
+    except TypeError:
+        return None
+
+
+def environment_writes(trees: Iterable[ast.Module]) -> frozenset[str]:
+    """Variables a scanned module sets itself (``os.environ["X"] = "1"`` in a platform module,
+    ``os.environ.setdefault``, ``os.putenv``): they are not unset in a default deployment."""
+    found = set()
+    for tree in trees:
+        for node in walk(tree):
+            key: ast.expr | None = None
+            if isinstance(node, ast.Assign):
+                key = next((t.slice for t in node.targets if isinstance(t, ast.Subscript)
+                            and dotted(t.value) in ("os.environ", "environ")), None)
+            elif isinstance(node, ast.Call) and node.args and dotted(node.func) in (
+                    "os.environ.setdefault", "environ.setdefault", "os.putenv", "putenv"):
+                key = node.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                found.add(key.value)
+    return frozenset(found)
 
 
 def _strongest(parts: list[Truth]) -> Truth:
