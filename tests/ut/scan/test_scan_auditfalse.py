@@ -1,5 +1,5 @@
 """Three false alarms of the second precision audit (tests/data/scan/audit/flagged2.toml, its
-not_sync sites 6, 27 and 19) are quiet, and the real syncs next to them still fail: a list of
+not_sync sites of index 5, 26 and 18) are quiet, and the real syncs next to them still fail: a list of
 device index tensors indexes like a tuple of them (``logprobs[[rows, cols]]``: no upload), an
 attribute the class only sets to an ``int`` parameter sizes ``repeat_interleave``, and
 ``not isinstance(x, torch.Tensor)`` of an ``x`` just made a tensor is never taken (its copy
