@@ -17,6 +17,7 @@ import ast
 import enum
 import fnmatch
 import importlib.util
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -563,12 +564,18 @@ class GuardEvaluator:
         return None
 
 
+_ENVIRON = ("os.environ", "environ")
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
+_ENVIRONMENT_WRITES = frozenset({"os.environ.setdefault", "environ.setdefault", "os.putenv",
+                                 "putenv"})
+_COMPARISONS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_,
+                ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
+                ast.NotIn: lambda a, b: a not in b}
 _STRING_METHODS = frozenset({"lower", "upper", "strip", "casefold"})
 _CONVERSIONS = {"int": int, "float": float, "bool": bool, "str": str}
 
 
-def environment_default(node: ast.expr, written: frozenset[str] = frozenset()) -> tuple[bool, object]:
+def environment_default(node: ast.expr, written: frozenset[str]) -> tuple[bool, object]:
     """(True, value) when ``node`` reads an environment variable, with the value it has when
     none is set: the gate protects a default deployment, where debug and dump variables
     (``VLLM_X_DUMP_DIR``) are unset. Follows the default through ``.lower()``/``.strip()`` and
@@ -604,7 +611,7 @@ def _environment_compare(left: ast.expr, op: ast.cmpop, right: ast.expr,
                          written: frozenset[str]) -> Truth | None:
     """``os.getenv("X", "0") == "1"``, ``mode in ("a", "b")``, ``"X" in os.environ``: decided
     by the default of the variable; None when either side is not known."""
-    if isinstance(op, ast.In | ast.NotIn) and dotted(right) in ("os.environ", "environ") and \
+    if isinstance(op, ast.In | ast.NotIn) and dotted(right) in _ENVIRON and \
             isinstance(left, ast.Constant) and left.value not in written:
         return Truth(isinstance(op, ast.NotIn), Guard.OPT_IN)
     known, value = environment_default(left, written)
@@ -614,9 +621,7 @@ def _environment_compare(left: ast.expr, op: ast.cmpop, right: ast.expr,
         other = ast.literal_eval(right)
     except (ValueError, TypeError, SyntaxError):
         return None
-    compare = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-               ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
-               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}.get(type(op))
+    compare = _COMPARISONS.get(type(op))
     if compare is None:
         return None
     try:
@@ -634,9 +639,9 @@ def environment_writes(trees: Iterable[ast.Module]) -> frozenset[str]:
             key: ast.expr | None = None
             if isinstance(node, ast.Assign):
                 key = next((t.slice for t in node.targets if isinstance(t, ast.Subscript)
-                            and dotted(t.value) in ("os.environ", "environ")), None)
-            elif isinstance(node, ast.Call) and node.args and dotted(node.func) in (
-                    "os.environ.setdefault", "environ.setdefault", "os.putenv", "putenv"):
+                            and dotted(t.value) in _ENVIRON), None)
+            elif isinstance(node, ast.Call) and node.args and \
+                    dotted(node.func) in _ENVIRONMENT_WRITES:
                 key = node.args[0]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 found.add(key.value)

@@ -30,7 +30,7 @@ def test_debug_variables_guard_their_syncs_and_defaults_on_do_not(runner, sites_
 
 def test_broken_variant_environment_reads_decide_nothing(runner, sites_of, expected_sites,
                                                          monkeypatch):
-    monkeypatch.setattr(guards, "environment_default", lambda node, written=(): (False, None))
+    monkeypatch.setattr(guards, "environment_default", lambda node, written: (False, None))
     monkeypatch.setattr(guards, "_environment_compare", lambda left, op, right, written: None)
     assert sites_of(runner, [], "cuda") == {
         (name, line, kind, "none") for name, line, kind, _ in expected_sites(runner)}
