@@ -20,6 +20,13 @@ Audit 3 (flagged3.toml) is drawn the same way from other splits, another engine'
 another seed, leaving out the sites of every earlier audit:
 python3 tests/data/scan/audit/draw_sample2.py --splits heldout14 heldout15 heldout16 \
     --tag settled --seed 20261204 --exclude flagged.toml flagged2.toml
+
+Audit 4 (flagged4.toml) takes every site left in those splits that either engine fails, the one
+audit 3 was drawn with (settled) or the next (environ), so that it also covers the sites the
+environment rule made pass (its size exceeds the population, so the seed draws nothing):
+python3 tests/data/scan/audit/draw_sample2.py --splits heldout14 heldout15 heldout16 \
+    --tag settled environ --seed 20261205 --size 100 \
+    --exclude flagged.toml flagged2.toml flagged3.toml
 """
 
 import argparse
@@ -56,12 +63,13 @@ def commit_of(labels, item):
     return found[0]
 
 
-def population(splits, tag):
-    """All unlabelled failing sites of the splits' ``tag`` tables, with where each was seen."""
+def population(splits, tags):
+    """All unlabelled sites that the splits' ``tags`` tables fail, with where each was seen."""
     sites = {}
     distinct = {}
     for split in splits:
-        rows = load(DATA / split / "results.toml")[tag]["rows"]
+        results = load(DATA / split / "results.toml")
+        rows = [row for tag in tags for row in results[tag]["rows"]]
         labels = load(DATA / split / "labels.toml")
         distinct[split] = set()
         for row in rows:
@@ -71,14 +79,17 @@ def population(splits, tag):
             file, function = row["site"].split(" ", 1)
             key = (commit.get("repository", DEFAULT_REPOSITORY), file, function, row["code"])
             distinct[split].add(key)
-            sites.setdefault(key, []).append((split, commit["sha"], commit["parent"]))
+            seen = sites.setdefault(key, [])
+            if (split, commit["sha"], commit["parent"]) not in seen:
+                seen.append((split, commit["sha"], commit["parent"]))
     return sites, distinct
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", nargs="+", default=list(SPLITS))
-    parser.add_argument("--tag", default=TAG, help="the results.toml table (the engine)")
+    parser.add_argument("--tag", nargs="+", default=[TAG],
+                        help="results.toml tables (engines); a site any of them fails is drawn")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--size", type=int, default=SIZE)
     parser.add_argument("--exclude", nargs="+", default=["flagged.toml"],
