@@ -32,7 +32,8 @@ _ONLY_ALLOW = ("if the host needs the value in this same step, there is no sync-
 
 #: The non-blocking form of each kind of sync (vLLM #22760 is the event-based readback). Names:
 #: ``value`` the device tensor, ``host_buf`` a host buffer allocated once with pin_memory=True,
-#: ``event`` an event created once, ``stream`` the stream waited on.
+#: ``event`` an event created once, ``stream`` the stream waited on, ``data`` the host values
+#: an upload sends.
 PATTERNS = {
     "blocking_readback": Pattern(
         "do not read device values on the host in the step: copy into a pinned host buffer "
@@ -58,6 +59,18 @@ PATTERNS = {
 }
 
 
+#: A blocking copy the other way, host to device (``torch.tensor(data, device=...)``, a copy from
+#: pageable memory, a strided slice or a dtype change): nothing waits for a device value, so a
+#: sync-free form always exists: stage the data in the pinned buffer, then queue the copy.
+UPLOAD = Pattern(
+    "stage the host data in a host buffer allocated once with pin_memory=True (filled in place, "
+    "already in the device buffer's dtype, copied as one contiguous slice) and upload it with a "
+    "non-blocking copy into a device buffer allocated once; refill the staging buffer only after "
+    "that copy has run (vLLM's runners refill their CpuGpuBuffer halves once per step)",
+    ("n = len(data)", "host_buf[:n] = torch.as_tensor(data)",
+     "value[:n].copy_(host_buf[:n], non_blocking=True)"))
+
+
 def budget_stanza(symbol: str, kind: str, device: str) -> str:
     """A whole budget file, valid as pasted into an empty file, allowing the site (``reason`` is
     required). In a file of your own, add only its ``[[budget.allow]]`` table to the
@@ -67,10 +80,13 @@ def budget_stanza(symbol: str, kind: str, device: str) -> str:
             'reason = "<why this sync is by design>"')
 
 
-def fix_lines(symbol: str, kind: str, *, inline: bool = False, device: str = "cuda") -> list[str]:
+def fix_lines(symbol: str, kind: str, *, inline: bool = False, device: str = "cuda",
+              upload: bool = False) -> list[str]:
     """The answers as lines for a terminal or a CI message: the sync-free form with its code,
-    then the allow rule (``inline``: the scan also takes a comment on the line itself)."""
-    pattern = PATTERNS.get(kind, Pattern("remove the host wait from the per-step path"))
+    then the allow rule (``inline``: the scan also takes a comment on the line itself;
+    ``upload``: the blocking copy goes host to device)."""
+    pattern = UPLOAD if upload and kind == "blocking_copy" else PATTERNS.get(
+        kind, Pattern("remove the host wait from the per-step path"))
     lines = [f"fix: {pattern.text}"]
     if pattern.step or pattern.consumer:
         lines.append(f"  in the step, instead of the sync: {'; '.join(pattern.step) or '(nothing)'}")
@@ -84,9 +100,10 @@ def fix_lines(symbol: str, kind: str, *, inline: bool = False, device: str = "cu
     return lines
 
 
-def fix_line(symbol: str, kind: str, *, inline: bool = False, device: str = "cuda") -> str:
+def fix_line(symbol: str, kind: str, *, inline: bool = False, device: str = "cuda",
+             upload: bool = False) -> str:
     """:func:`fix_lines` as one line, for a JSON field or a CI annotation."""
-    first, *rest = fix_lines(symbol, kind, inline=inline, device=device)
+    first, *rest = fix_lines(symbol, kind, inline=inline, device=device, upload=upload)
     told = [line.strip() for line in rest if line.startswith("  ") and not line.startswith("      ")]
     stanza = " | ".join(line.strip() for line in rest if line.startswith("      "))
     return "; ".join([first, *told]) + " " + stanza

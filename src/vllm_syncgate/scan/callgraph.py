@@ -99,6 +99,7 @@ class Finding:
     reason: str = ""
     entry_symbol: str = ""  # module:Class.method: V1 and V2 runners share a class name
     why: str = ""  # why this kind of site blocks the host (rules.explain)
+    upload: bool = False  # a host-to-device copy (its fix stages the data in pinned memory)
 
     @property
     def gates(self) -> bool:
@@ -122,6 +123,7 @@ class Finding:
             "reason": self.reason,
             "entry_symbol": self.entry_symbol,
             "why": self.why,
+            "upload": self.upload,
         }
 
 
@@ -1020,6 +1022,7 @@ class _Analysis:
             reason=reason,
             entry_symbol=f"{runner.symbol}.{entry.name}",
             why=explain(site.api),
+            upload=site.upload,
         )
 
 

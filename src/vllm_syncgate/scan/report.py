@@ -29,7 +29,7 @@ _RULE_TEXT = {
     SyncKind.STREAM_SYNC: "stream synchronize on a per-step path",
     SyncKind.EVENT_SYNC: "event synchronize on a per-step path",
     SyncKind.BLOCKING_READBACK: "device value read back on the host on a per-step path",
-    SyncKind.BLOCKING_COPY: "device-to-host copy the host waits for on a per-step path",
+    SyncKind.BLOCKING_COPY: "copy between host and device the host waits for on a per-step path",
 }
 
 
@@ -39,7 +39,8 @@ def _shown(result: ScanResult, failing_only: bool) -> list[Finding]:
 
 def fix_text(finding: Finding, device: str = "cuda") -> str:
     """The fix of a failing finding, one line (JSON ``fix``, SARIF and GitHub messages)."""
-    return fix_line(finding.symbol, finding.kind, inline=True, device=device)
+    return fix_line(finding.symbol, finding.kind, inline=True, device=device,
+                    upload=finding.upload)
 
 
 def site_message(site: Site, device: str = "cuda") -> str:

@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from vllm_syncgate.audit.events import SyncKind
 from vllm_syncgate.scan.config import ScanConfig
@@ -161,6 +162,8 @@ class Site:
     # ``x.to(device=t.device)`` with ``t`` a parameter: the copy goes where the callers' ``t``
     # lives, so it is no upload when every caller passes a host ``t``
     target: str = ""
+    # a host-to-device copy: its remedy is a pinned staging buffer, not a deferred readback
+    upload: bool = False
 
 
 @dataclass(frozen=True)
@@ -451,7 +454,7 @@ class FunctionWalker:
             param, field = derived or ("", "")
             self._site(node, SyncKind.BLOCKING_COPY, "Tensor[list] (index upload)", stack,
                        known=place is Place.DEVICE, param=param, host=place is not Place.DEVICE,
-                       field=field)
+                       field=field, upload=True)
 
     def _on_device(self, node: ast.Subscript, masks: list[ast.expr]) -> bool:
         """The masked tensor or one of its masks is on the device."""
@@ -793,8 +796,12 @@ class FunctionWalker:
         values = self.values
         if values.place(source) is not Place.HOST:
             return
+
+        def upload(label: str, **where: Any) -> None:
+            self._site(node, SyncKind.BLOCKING_COPY, label, stack, upload=True, **where)
+
         if values.gathers(source):
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a gather", stack)
+            upload(f"{api} from a gather")
             return
         given = keyword(node, "dtype") if api.startswith("Tensor.to") else None
         if given is None and api.startswith("Tensor.to") and len(node.args) > 1:
@@ -802,24 +809,21 @@ class FunctionWalker:
         source_dtype = values.dtype(source)
         if given is not None and source_dtype is not None and dotted(given) not in (
                 source_dtype, ""):
-            self._site(node, SyncKind.BLOCKING_COPY, "Tensor.to(device, dtype change)", stack)
+            upload("Tensor.to(device, dtype change)")
             return
         target = self._target_param(node) if api.startswith("Tensor.to") else ""
         pin = values.pin(source)
         if pin is Pin.PAGEABLE:
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack, target=target)
+            upload(f"{api} from pageable", target=target)
         elif pin is Pin.UNKNOWN and (param := self._host_copy_of_param(source)) is not None:
             # q = probs.cpu(); q.npu(): pageable where a caller passes a device ``probs``
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from pageable", stack,
-                       known=False, param=param, host=True, target=target)
+            upload(f"{api} from pageable", known=False, param=param, host=True, target=target)
         elif not values.contiguous(source):
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} from a strided view", stack,
-                       target=target)
+            upload(f"{api} from a strided view", target=target)
         elif not is_true(keyword(node, "non_blocking")):
             # pinned or not, a copy that is not queued returns when the stream has run
             # everything before it and the copy
-            self._site(node, SyncKind.BLOCKING_COPY, f"{api} without non_blocking", stack,
-                       target=target)
+            upload(f"{api} without non_blocking", target=target)
 
     def _host_copy_of_param(self, source: ast.expr) -> str | None:
         """The parameter ``p`` when ``source`` is ``p.cpu()`` / ``p.to("cpu")`` (of a value
@@ -855,7 +859,7 @@ class FunctionWalker:
             return  # torch.tensor([], device=dev): no element to copy, an allocation only
         if self.values.place(node.args[0]) is not Place.DEVICE:
             self._site(node, SyncKind.BLOCKING_COPY, "torch.tensor(host data, device)", stack,
-                       target=self._target_param(node))
+                       target=self._target_param(node), upload=True)
 
     def _copy(self, node: ast.Call, target: ast.expr, source: ast.expr,
               stack: tuple[Condition, ...]) -> None:
@@ -883,17 +887,18 @@ class FunctionWalker:
                            stack)
         elif target_place is Place.DEVICE and source_place is Place.HOST:
             if converts:
-                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(host, dtype change)", stack)
+                self._site(node, SyncKind.BLOCKING_COPY, "Tensor.copy_(host, dtype change)", stack,
+                           upload=True)
             else:
                 self._host_to_device(node, source, "Tensor.copy_", stack)
 
     def _site(
         self, node: ast.AST, kind: SyncKind, api: str, stack: tuple[Condition, ...],
         known: bool = True, on_self: bool = False, param: str = "", host: bool = False,
-        field: str = "", target: str = "",
+        field: str = "", target: str = "", upload: bool = False,
     ) -> None:
         self.facts.sites.append(Site(node.lineno, kind, api, stack, known, on_self, param, host,
-                                     field, target))
+                                     field, target, upload))
 
 
 def _index_parts(node: ast.Subscript) -> list[ast.expr]:

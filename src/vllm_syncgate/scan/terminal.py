@@ -104,7 +104,8 @@ def to_terminal(result: ScanResult, *, verbose: bool = False, colour: bool = Fal
         reasons = sorted({f.reason for f in site.findings if f.reason})
         out += [f"  {'allowed' if not site.gates else 'note'}: {reason}" for reason in reasons]
         if site.gates:
-            fix = fix_lines(first.symbol, first.kind, inline=True, device=device)
+            fix = fix_lines(first.symbol, first.kind, inline=True, device=device,
+                            upload=first.upload)
             out += [f"  {paint(_GREEN, line) if line.startswith('fix') else line}" for line in fix]
         out.append("")
     counts = Counts.of(result)

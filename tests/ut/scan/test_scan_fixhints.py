@@ -4,6 +4,7 @@ kind of sync, makes the scan pass; the budget stanza it prints is a whole file t
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -23,6 +24,8 @@ SYNCS = {
     "stream_sync": "stream.synchronize()",
     "event_sync": "event.synchronize()",
 }
+#: A blocking copy the other way, host to device: its fix is the pinned staging buffer.
+UPLOAD = "value = torch.tensor(data, device=value.device)"
 INDENT = " " * 8
 
 
@@ -70,6 +73,42 @@ def test_each_printed_fix_applied_literally_passes_the_scan(kind, runner, run_sc
     consumer = told(fix, "where the value is consumed:")
     fixed = runner(step, consumer)
     assert run_scan(str(fixed))[0] == 0, (kind, step, consumer)
+
+
+def test_an_upload_gets_the_staging_fix_and_it_passes_the_scan(runner, run_scan):
+    code, fix = printed_fix(run_scan, runner([UPLOAD]))
+    assert code == 1
+    assert fix[0].startswith("fix: stage the host data in a host buffer")
+    assert "only remedy" not in fix[0]  # nothing waits for a device value
+    step = told(fix, "in the step, instead of the sync:")
+    assert told(fix, "where the value is consumed:") == []
+    assert run_scan(str(runner(step)))[0] == 0, step
+
+
+@pytest.mark.parametrize("broken", ["non_blocking=True", "pin_memory"])
+def test_the_staging_fix_without_its_pinned_queued_copy_fails(broken, runner, run_scan):
+    """Broken variants: the upload queued without non_blocking, or staged in pageable memory."""
+    _, fix = printed_fix(run_scan, runner([UPLOAD]))
+    step = told(fix, "in the step, instead of the sync:")
+    if broken == "non_blocking=True":
+        step = [line.replace(", non_blocking=True", "") for line in step]
+    else:
+        step = ["host_buf = torch.empty(8, dtype=torch.int64)", *step]
+    assert run_scan(str(runner(step)))[0] == 1, step
+
+
+def test_the_json_fix_of_an_upload_and_of_a_readback_differ(runner, run_scan):
+    """The direction travels with the finding to every format: JSON's ``fix`` and ``upload``."""
+    found = {}
+    for name, line in (("upload", UPLOAD), ("readback", SYNCS["blocking_copy"])):
+        _, out, _ = run_scan(str(runner([line])), "--format", "json")
+        (finding,) = [f for f in json.loads(out)["findings"] if "fix" in f]
+        found[name] = finding
+    assert found["upload"]["upload"] is True
+    assert found["readback"]["upload"] is False
+    assert found["upload"]["kind"] == found["readback"]["kind"] == "blocking_copy"
+    assert "stage the host data" in found["upload"]["fix"]
+    assert "stage the host data" not in found["readback"]["fix"]
 
 
 @pytest.mark.parametrize("kind", sorted(k for k in SYNCS if PATTERNS[k].consumer))

@@ -28,6 +28,7 @@ class TinyModelRunner:
 
     def execute_model(self, scheduler_output):
         value, host_buf, event, stream = self.sampled, self.host_buf, self.event, self.stream
+        data = list(scheduler_output.token_ids)  # host values, for the upload case
         values = None
         # SYNC
         return AsyncOutput(host_buf, event), values
