@@ -74,6 +74,7 @@ from vllm_syncgate.scan.values import (
     python_list,
     record_fields,
     self_slot,
+    tensor_or_container_method,
 )
 
 Node = tuple[ClassInfo | None, FunctionInfo]
@@ -1173,6 +1174,10 @@ class _ReturnPlaces:
             cls = self.index.resolve_class(caller.module, element_class(annotation)) \
                 if annotation is not None else None
             return self.index.lookup(cls, func.attr) if cls is not None else None
+        if isinstance(func, ast.Attribute) and not tensor_or_container_method(func.attr):
+            # self.batch.tables[gid].host_array(): an object's method no tensor has, defined
+            # by one scanned class
+            return self.index.only_method(func.attr)
         return None
 
     def _compute(self, target: FunctionInfo, element: int | None,

@@ -133,6 +133,7 @@ class SourceIndex:
     _by_name: dict[str, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _mro: dict[int, list[ClassInfo]] = field(default_factory=dict, repr=False)
     _records: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
+    _methods: dict[str, list[FunctionInfo]] | None = field(default=None, repr=False)
     _modules_by_name: dict[str, SourceModule] | None = field(default=None, repr=False)
     # parses an op module (by dotted name) the first time a backend module's call reaches it
     load_op: Callable[[str], SourceModule | None] | None = field(default=None, repr=False)
@@ -193,6 +194,17 @@ class SourceIndex:
                     for method_name, function in cls.methods.items():
                         self._records.setdefault(method_name, []).append(function)
         return self._records.get(name, [])
+
+    def only_method(self, name: str) -> FunctionInfo | None:
+        """The one scanned method called ``name``, None when no class or several define it:
+        ``tables[gid].host_array()`` reaches it without knowing the element's class."""
+        if self._methods is None:
+            self._methods = {}
+            for cls in self.classes:
+                for method_name, function in cls.methods.items():
+                    self._methods.setdefault(method_name, []).append(function)
+        found = self._methods.get(name, [])
+        return found[0] if len(found) == 1 else None
 
     def resolve_function(self, module: SourceModule, name: str) -> FunctionInfo | None:
         target = module.imports.get(name)

@@ -15,8 +15,11 @@ from __future__ import annotations
 import ast
 import enum
 import operator
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from typing import Protocol, TypeVar
 
 from vllm_syncgate.scan.config import ScanConfig
@@ -1099,8 +1102,26 @@ class ValueModel:
                 returned = self._returned(node, None)  # a method of a parameter's scanned class
                 if returned is not Place.UNKNOWN:
                     return returned
+            if receiver is Place.DEVICE and not tensor_or_container_method(method):
+                # tables[gid].get_numpy_array(): no tensor has the method, so the receiver is an
+                # object judged by a field's name; where its result lives is the method's business
+                returned = self._returned(node, None)
+                return returned if returned is not Place.UNKNOWN else self._name_place(method)
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+@cache
+def _tensor_methods() -> frozenset[str]:
+    """torch.Tensor's public attributes (``scan/tensor_methods.toml``), and Python's container
+    methods: a call of anything else on a value is a call on an object that is no tensor."""
+    text = (resources.files("vllm_syncgate") / "scan" / "tensor_methods.toml").read_text()
+    containers = {name for kind in (dict, list, tuple, set, str) for name in dir(kind)}
+    return frozenset(tomllib.loads(text)["methods"]) | frozenset(containers)
+
+
+def tensor_or_container_method(method: str) -> bool:
+    return method.startswith("_") or method in _tensor_methods()
 
 
 def _device_target(call: ast.Call) -> ast.expr | None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 import pytest
 
 from vllm_syncgate.errors import ConfigError
-from vllm_syncgate.scan.config import load_config, parse_config
+from vllm_syncgate.scan.config import Patterns, load_config, parse_config
 from vllm_syncgate.scan.guards import Guard, GuardEvaluator, installed_opt_ins
 from vllm_syncgate.scan.values import Facts, Pin, Place, ValueModel
 
@@ -44,10 +45,22 @@ def truth(expression: str, facts: Facts | None = None) -> tuple[bool | None, str
         ("self.speculator is not None and logprobs", (False, "speculation")),
         ("logprobs and self.use_async_scheduling", (False, "async_scheduling")),
         ("logprobs or not self.use_async_scheduling", (True, "async_scheduling")),
+        # acceptance is of draft tokens: a tree drafter's accepted nodes, accepted-token counts
+        ("output.tree_accepted_node_indices is None", (True, "speculation")),
+        ("self.num_accepted_tokens is not None", (False, "speculation")),
     ],
 )
 def test_condition_in_the_protected_configuration(expression, expected):
     assert truth(expression) == expected
+
+
+def test_broken_variant_acceptance_names_are_no_speculation():
+    """Without the ``*accepted*`` glob the accepted nodes of a tree drafter decide nothing."""
+    globs = tuple(g for g in CONFIG.speculation.globs if g != "*accepted*")
+    assert len(globs) == len(CONFIG.speculation.globs) - 1
+    config = dataclasses.replace(CONFIG, speculation=Patterns(globs))
+    test = ast.parse("output.tree_accepted_node_indices is None", mode="eval").body
+    assert GuardEvaluator(config, Facts()).evaluate(test).value is None
 
 
 def test_attribute_created_only_under_async_scheduling_is_present():
