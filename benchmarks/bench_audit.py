@@ -14,7 +14,8 @@ measured here in sample, not out of it. Needs the mirrors of the audited reposit
         [--audit tests/data/scan/audit/flagged2.toml]
 
 With ``--audit`` another sample (audit 2: ``flagged2.toml``); its results are named
-``audit-<sample>-<tag>``.
+``audit-<sample>-<tag>``. Audit 5's sites (split ``unseen``) come from whole snapshots, whose
+entries tests/data/scan/unseen/trees.toml gives.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ def main() -> int:
 
 
 def _commit(split: str, sha: str) -> dict[str, Any]:
-    labels = read_toml(AUDIT.parents[1] / split / "labels.toml")
+    """The commit entry of ``sha``: a held-out split's labels.toml, or the trees.toml of the
+    whole snapshots audit 5 drew from (tests/data/scan/unseen)."""
+    folder = AUDIT.parents[1] / split
+    labels = read_toml(folder / "labels.toml" if (folder / "labels.toml").exists()
+                       else folder / "trees.toml")
     found = [c for c in labels.get("commit", []) if c["sha"] == sha]
     if not found:
         print(f"bench_audit: {sha} is not a commit of {split}", file=sys.stderr)
