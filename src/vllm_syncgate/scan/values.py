@@ -1104,9 +1104,11 @@ class ValueModel:
                     return returned
             if receiver is Place.DEVICE and not tensor_or_container_method(method):
                 # tables[gid].get_numpy_array(): no tensor has the method, so the receiver is an
-                # object judged by a field's name; where its result lives is the method's business
+                # object (a record of device tensors, or one judged by a field's name); where the
+                # method's result lives is what the method returns, where the scan can follow it
                 returned = self._returned(node, None)
-                return returned if returned is not Place.UNKNOWN else self._name_place(method)
+                if returned is not Place.UNKNOWN:
+                    return returned
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
 
