@@ -416,6 +416,9 @@ class GuardEvaluator:
                     node):
                 # x = y.to(device=d, dtype=t); if not isinstance(x, torch.Tensor): dead code
                 return Truth(True, Guard.OPT_IN)
+            if _debug_logging(node):
+                # logger.isEnabledFor(logging.DEBUG): a server starts at INFO
+                return Truth(False, Guard.OPT_IN)
             if isinstance(func, ast.Name) and func.id in ("isinstance", "hasattr", "getattr",
                                                           "bool", "len"):
                 return self.atom(node.args[0]) if node.args else UNKNOWN
@@ -646,6 +649,17 @@ def environment_writes(trees: Iterable[ast.Module]) -> frozenset[str]:
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 found.add(key.value)
     return frozenset(found)
+
+
+def _debug_logging(call: ast.Call) -> bool:
+    """``logger.isEnabledFor(logging.DEBUG)`` (or ``DEBUG``, or 10): false unless a user lowers
+    the log level, which vLLM starts at INFO (``VLLM_LOGGING_LEVEL``)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "isEnabledFor" and call.args):
+        return False
+    level = call.args[0]
+    return dotted(level).rpartition(".")[2] == "DEBUG" or (
+        isinstance(level, ast.Constant) and level.value == 10)
 
 
 def _strongest(parts: list[Truth]) -> Truth:

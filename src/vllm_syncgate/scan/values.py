@@ -524,6 +524,8 @@ class ValueModel:
         if isinstance(node, ast.BoolOp):
             return _combine(self.place(v) for v in node.values)
         if isinstance(node, ast.IfExp):
+            if _host_either_way(node):
+                return Place.HOST  # x.cpu() if x.is_cuda else x
             # x if c else None: the value is x's (None is no host data)
             places = [self.place(v) for v in (node.body, node.orelse) if not is_none(v)]
             return places[0] if len(set(places)) == 1 else _combine(places)
@@ -1111,6 +1113,26 @@ class ValueModel:
                     return returned
             return receiver if receiver is not Place.UNKNOWN else self._name_place(method)
         return self._returned(node, None)
+
+
+def _host_either_way(node: ast.IfExp) -> bool:
+    """``x.cpu() if x.is_cuda else x`` (``x.device.type != "cpu"``, ``x.is_npu``): the host copy
+    where ``x`` is on the accelerator, ``x`` itself only where it is already on the host."""
+    test, body, orelse = node.test, node.body, node.orelse
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if negated:  # x if not x.is_cuda else x.cpu()
+        test, body, orelse = test.operand, orelse, body
+    if not (isinstance(body, ast.Call) and copies_to_host(body)):
+        return False
+    subject = dotted(body.func.value)  # type: ignore[attr-defined]
+    if not subject or dotted(orelse) != subject:
+        return False
+    if isinstance(test, ast.Attribute) and test.attr in ("is_cuda", "is_npu", "is_xpu"):
+        return dotted(test.value) == subject
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.NotEq) and dotted(test.left) == f"{subject}.device.type"
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "cpu")
 
 
 @cache

@@ -13,6 +13,9 @@ the trees in the order of trees.toml; the sample is
 
 Run from the repository root, after the engine is frozen and before any label:
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror
+Audit 6 (flagged6.toml) is drawn the same way with the engine of the commit that adds this line,
+after audit 5's sites were labelled (they are recorded sites now), with another seed:
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261207
 """
 
 from __future__ import annotations
