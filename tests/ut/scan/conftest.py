@@ -122,3 +122,16 @@ def lost_families(marked_families):
         return {expected[site] for site in set(expected) - reported}
 
     return lost
+
+
+@pytest.fixture
+def line_of() -> Callable[[Path, str], int]:
+    """``line_of(path, text)``: the one line of a fixture file holding ``text`` (a broken
+    variant's extra or lost site is named by its code, not by a number that edits shift)."""
+
+    def find(path: Path, text: str) -> int:
+        (line,) = [n for n, code in enumerate(path.read_text().splitlines(), start=1)
+                   if text in code]
+        return line
+
+    return find

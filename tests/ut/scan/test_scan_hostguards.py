@@ -21,11 +21,6 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "hostguards" / "guarded_runner.py"
 
 
-def _line(runner: Path, text: str) -> int:
-    (line,) = [n for n, code in enumerate(runner.read_text().splitlines(), start=1) if text in code]
-    return line
-
-
 def test_debug_logging_and_host_views_decide_their_syncs(runner, sites_of, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 7
@@ -33,15 +28,15 @@ def test_debug_logging_and_host_views_decide_their_syncs(runner, sites_of, expec
 
 
 def test_broken_variant_debug_logging_decides_nothing(runner, sites_of, expected_sites,
-                                                      monkeypatch):
+                                                      monkeypatch, line_of):
     monkeypatch.setattr(guards, "_debug_logging", lambda call: False)
-    debug = (runner.name, _line(runner, "self.lens.tolist()"), "blocking_readback")
+    debug = (runner.name, line_of(runner, "self.lens.tolist()"), "blocking_readback")
     assert sites_of(runner, [], "cuda") == expected_sites(runner) - {(*debug, "opt_in")} | {
         (*debug, "none")}
 
 
 def test_broken_variant_the_accelerator_test_decides_nothing(runner, sites_of, expected_sites,
-                                                             monkeypatch):
+                                                             monkeypatch, line_of):
     monkeypatch.setattr(values, "_host_either_way", lambda node: False)
-    first = (runner.name, _line(runner, "int(header[0])"), "blocking_readback", "none")
+    first = (runner.name, line_of(runner, "int(header[0])"), "blocking_readback", "none")
     assert sites_of(runner, [], "cuda") == expected_sites(runner) | {first}

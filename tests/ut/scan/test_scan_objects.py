@@ -26,11 +26,6 @@ def runner(scan_data: Path) -> Path:
     return scan_data / "objects" / "object_runner.py"
 
 
-def _line(runner: Path, text: str) -> int:
-    (line,) = [n for n, code in enumerate(runner.read_text().splitlines(), start=1) if text in code]
-    return line
-
-
 def test_object_methods_decide_where_their_results_live(runner, sites_of, expected_sites):
     expected = expected_sites(runner)
     assert len(expected) == 2
@@ -38,19 +33,19 @@ def test_object_methods_decide_where_their_results_live(runner, sites_of, expect
 
 
 def test_broken_variant_every_method_is_a_tensor_method(runner, sites_of, expected_sites,
-                                                        monkeypatch):
+                                                        monkeypatch, line_of):
     for module in (values, callgraph):
         monkeypatch.setattr(module, "tensor_or_container_method", lambda method: True)
-    host = (runner.name, _line(runner, "int(table[0, 1])"), "blocking_readback", "none")
+    host = (runner.name, line_of(runner, "int(table[0, 1])"), "blocking_readback", "none")
     assert sites_of(runner, [], "cuda") == expected_sites(runner) | {host}
 
 
 def test_broken_variant_the_object_method_is_not_followed(runner, sites_of, expected_sites,
-                                                          monkeypatch):
+                                                          monkeypatch, line_of):
     """Unfollowed, the method says nothing, the receiver's place stands and the host array
     fails again, while the device rows still fail through the receiver."""
     monkeypatch.setattr(SourceIndex, "only_method", lambda self, name: None)
-    host = (runner.name, _line(runner, "int(table[0, 1])"), "blocking_readback", "none")
+    host = (runner.name, line_of(runner, "int(table[0, 1])"), "blocking_readback", "none")
     assert sites_of(runner, [], "cuda") == expected_sites(runner) | {host}
 
 
