@@ -119,6 +119,12 @@ class ScanConfig:
     config_sources: tuple[str, ...] = ()
 
 
+def packaged_table(name: str) -> dict[str, Any]:
+    """A data table shipped with the scan (``scan/<name>``): the operator and tensor-method
+    lists that the rules and the value model read."""
+    return read_toml(resources.files("vllm_syncgate") / "scan" / name)
+
+
 def default_config_path() -> Path:
     return Path(str(resources.files("vllm_syncgate") / "scan" / "defaults.toml"))
 

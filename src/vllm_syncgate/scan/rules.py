@@ -47,15 +47,13 @@ through an allow rule that names its site; a new sync in an existing region fail
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from vllm_syncgate.audit.events import SyncKind
-from vllm_syncgate.scan.config import ScanConfig
+from vllm_syncgate.scan.config import ScanConfig, packaged_table
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, Truth
 from vllm_syncgate.scan.sources import FunctionNode, child_fields, dotted, walk
 from vllm_syncgate.scan.values import (
@@ -88,8 +86,7 @@ _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 @cache
 def syncing_ops() -> tuple[frozenset[str], dict[str, str]]:
     """Data-dependent operators and the keyword that sizes each (``scan/syncing_ops.toml``)."""
-    text = (resources.files("vllm_syncgate") / "scan" / "syncing_ops.toml").read_text()
-    table = tomllib.loads(text)
+    table = packaged_table("syncing_ops.toml")
     return frozenset(table["data_dependent"]), dict(table["sized_by"])
 
 

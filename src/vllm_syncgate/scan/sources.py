@@ -12,7 +12,7 @@ import ast
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -188,21 +188,14 @@ class SourceIndex:
         """Methods called ``name`` of record classes (NamedTuple, dataclass): the containers the
         model and sampler return, whose methods a caller reaches without knowing the class."""
         if self._records is None:
-            self._records = {}
-            for cls in self.classes:
-                if is_record(cls.node):
-                    for method_name, function in cls.methods.items():
-                        self._records.setdefault(method_name, []).append(function)
+            self._records = _methods_by_name(c for c in self.classes if is_record(c.node))
         return self._records.get(name, [])
 
     def only_method(self, name: str) -> FunctionInfo | None:
         """The one scanned method called ``name``, None when no class or several define it:
         ``tables[gid].host_array()`` reaches it without knowing the element's class."""
         if self._methods is None:
-            self._methods = {}
-            for cls in self.classes:
-                for method_name, function in cls.methods.items():
-                    self._methods.setdefault(method_name, []).append(function)
+            self._methods = _methods_by_name(self.classes)
         found = self._methods.get(name, [])
         return found[0] if len(found) == 1 else None
 
@@ -572,6 +565,15 @@ def _roots(index: SourceIndex) -> dict[str, Path]:
         if depth < len(parents):
             roots.setdefault(module.name.split(".")[0], parents[depth])
     return roots
+
+
+def _methods_by_name(classes: Iterable[ClassInfo]) -> dict[str, list[FunctionInfo]]:
+    """The methods of ``classes`` by name, in class order."""
+    found: dict[str, list[FunctionInfo]] = {}
+    for cls in classes:
+        for name, function in cls.methods.items():
+            found.setdefault(name, []).append(function)
+    return found
 
 
 def _op_loader(index: SourceIndex, seen: set[Path], budget: FileBudget,

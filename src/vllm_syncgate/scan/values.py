@@ -15,14 +15,12 @@ from __future__ import annotations
 import ast
 import enum
 import operator
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Protocol, TypeVar
 
-from vllm_syncgate.scan.config import ScanConfig
+from vllm_syncgate.scan.config import ScanConfig, packaged_table
 from vllm_syncgate.scan.sources import ClassInfo, FunctionInfo, dotted, walk
 
 
@@ -1139,9 +1137,8 @@ def _host_either_way(node: ast.IfExp) -> bool:
 def _tensor_methods() -> frozenset[str]:
     """torch.Tensor's public attributes (``scan/tensor_methods.toml``), and Python's container
     methods: a call of anything else on a value is a call on an object that is no tensor."""
-    text = (resources.files("vllm_syncgate") / "scan" / "tensor_methods.toml").read_text()
     containers = {name for kind in (dict, list, tuple, set, str) for name in dir(kind)}
-    return frozenset(tomllib.loads(text)["methods"]) | frozenset(containers)
+    return frozenset(packaged_table("tensor_methods.toml")["methods"]) | frozenset(containers)
 
 
 def tensor_or_container_method(method: str) -> bool:
