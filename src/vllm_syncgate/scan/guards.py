@@ -299,27 +299,26 @@ class GuardEvaluator:
         return first.func.attr == "get" and "cache" in dotted(first.func.value).lower()
 
     def _fills(self, node: ast.expr) -> bool:
-        """``self.attr`` in ``if self.attr is None: self.attr = build()`` of this function: a
+        """``self.attr`` in ``if self.attr is None: self.attr = build()`` of this function, or
+        ``if self.attr is None: self._build()`` where that method of the class builds it: a
         member built on first use and reused after (not an ``is not None`` early return)."""
-        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "self") or self._scope is None:
-            return False
-        filled = getattr(self._scope, "_syncgate_fills", None)
-        if filled is None:
-            filled = set()
-            for branch in walk(self._scope):
-                if not isinstance(branch, ast.If):
-                    continue
-                tested = {c.left.attr for c in walk(branch.test)
-                          if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.Is)
-                          and isinstance(c.left, ast.Attribute) and is_none(c.comparators[0])}
-                filled |= {t.attr for stmt in branch.body for n in walk(stmt)
-                           if isinstance(n, ast.Assign) and not is_none(n.value)
-                           for t in n.targets
-                           if isinstance(t, ast.Attribute) and t.attr in tested
-                           and isinstance(t.value, ast.Name) and t.value.id == "self"}
-            self._scope._syncgate_fills = filled  # type: ignore[attr-defined]
-        return node.attr in filled
+        return _self_member(node) and node.attr in self._first_use()[0]  # type: ignore[attr-defined]
+
+    def _set_once(self, node: ast.expr) -> bool:
+        """``self.done`` in ``if not self.done: self.done = True; ...``: a block the flag lets
+        run once per process (a one-time log of codec statistics), not on every step."""
+        return _self_member(node) and node.attr in self._first_use()[1]  # type: ignore[attr-defined]
+
+    def _first_use(self) -> tuple[frozenset[str], frozenset[str]]:
+        if self._scope is None:
+            return frozenset(), frozenset()
+        kept = getattr(self._scope, "_syncgate_first_use", None)
+        if kept is None:  # kept on the node, by class: some walks bind no class
+            kept = self._scope._syncgate_first_use = {}  # type: ignore[attr-defined]
+        key = id(self._owner)
+        if key not in kept:
+            kept[key] = _first_use_members(self._scope, self._owner)
+        return kept[key]
 
     def _rebuilt_on_change(self, test: ast.BoolOp) -> bool:
         """``self.mask is None or self.mask.dtype != dtype``: a member built on first use and
@@ -437,6 +436,9 @@ class GuardEvaluator:
                     return self.evaluate(flag)
                 finally:
                     self._reading.discard(node.id)
+        if self._set_once(node):
+            # if not self._logged: self._logged = True; ...: true after the first step
+            return Truth(True, Guard.WARMUP)
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -667,6 +669,81 @@ def _strongest(parts: list[Truth]) -> Truth:
     if not guarded:
         return parts[0]
     return max(guarded, key=lambda p: p.guard.rank if p.guard else -1)
+
+
+def _self_member(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        node.value.id == "self"
+
+
+def _member_sets(nodes: Iterable[ast.AST]) -> list[tuple[str, ast.expr]]:
+    """``(attr, value)`` of every ``self.attr = value`` under ``nodes``."""
+    return [(target.attr, node.value) for root in nodes for node in walk(root)
+            if isinstance(node, ast.Assign) for target in node.targets if _self_member(target)]
+
+
+def _class_chain(owner: ClassInfo | None) -> list[ClassInfo]:
+    chain: list[ClassInfo] = []
+    stack = [owner] if owner is not None else []
+    while stack:
+        cls = stack.pop(0)
+        if all(cls is not c for c in chain):
+            chain.append(cls)
+            stack.extend(cls.bases)
+    return chain
+
+
+def _set_back(cls: ClassInfo) -> frozenset[str]:
+    """Members a method of the class other than ``__init__`` sets to None, False or 0."""
+    found = getattr(cls.node, "_syncgate_set_back", None)
+    if found is None:  # kept on the class node
+        found = frozenset(attr for name, method in cls.methods.items() if name != "__init__"
+                          for attr, value in _member_sets([method.node])
+                          if isinstance(value, ast.Constant) and not value.value)
+        cls.node._syncgate_set_back = found  # type: ignore[attr-defined]
+    return found
+
+
+def _method(chain: list[ClassInfo], name: str) -> ast.AST | None:
+    return next((cls.methods[name].node for cls in chain if name in cls.methods), None)
+
+
+def _first_use_members(scope: ast.AST, owner: ClassInfo | None
+                       ) -> tuple[frozenset[str], frozenset[str]]:
+    """(members built on first use, one-time flags) of a function.
+
+    Built: ``if self.x is None:`` whose branch gives ``self.x`` a value, itself or through a
+    method of the class it calls (``self._build_x()``). Flag: ``if not self.done:`` whose branch
+    sets ``self.done = True``, itself or through such a method. Either way the branch runs once
+    per process. A member that some method other than ``__init__`` sets back (``self.x =
+    None``, ``self.done = False``) may run again: it is no flag, and a method's assignment does
+    not build it."""
+    chain: list[ClassInfo] | None = None
+    built: set[str] = set()
+    flags: set[str] = set()
+    for branch in walk(scope):
+        if not isinstance(branch, ast.If):
+            continue
+        unbuilt = {c.left.attr for c in walk(branch.test)
+                   if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.Is)
+                   and isinstance(c.left, ast.Attribute) and is_none(c.comparators[0])}
+        unset = {n.operand.attr for n in walk(branch.test) if isinstance(n, ast.UnaryOp)
+                 and isinstance(n.op, ast.Not) and _self_member(n.operand)}
+        if not (unbuilt or unset):
+            continue
+        own = _member_sets(branch.body)
+        if chain is None:
+            chain = _class_chain(owner)
+            reset = {attr for cls in chain for attr in _set_back(cls)}
+        called = [method for root in branch.body for call in walk(root)
+                  if isinstance(call, ast.Call) and _self_member(call.func)
+                  for method in [_method(chain, call.func.attr)] if method is not None]
+        through = [(attr, value) for attr, value in _member_sets(called) if attr not in reset]
+        built |= {attr for attr, value in own if attr in unbuilt and not is_none(value)}
+        built |= {attr for attr, value in through if attr in unbuilt and not is_none(value)}
+        flags |= {attr for attr, value in [*own, *through] if attr in unset and attr not in reset
+                  and isinstance(value, ast.Constant) and value.value is True}
+    return frozenset(built), frozenset(flags)
 
 
 def _chain(node: ast.expr) -> list[str]:
