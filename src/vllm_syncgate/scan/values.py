@@ -508,6 +508,10 @@ class ValueModel:
                 keyed = self._name_place(key.value)  # mm_input["image_grid_thw"]
                 if keyed is not Place.UNKNOWN:
                     return keyed
+            elif not isinstance(key, ast.Slice | ast.Tuple | ast.Constant):
+                keyed = self._keyed_element(node.value)
+                if keyed is not Place.UNKNOWN:
+                    return keyed
             return self.place(node.value)
         if isinstance(node, ast.Starred):
             return self.place(node.value)
@@ -968,6 +972,15 @@ class ValueModel:
             and (self.config.device_modules.match(chain[1]) or chain[1] in self.facts.model_attrs)
         )
 
+    def _keyed_element(self, container: ast.expr) -> Place:
+        """``self.graphs[size]`` / ``self.graphs.get(size)``: an item of a dict the class fills
+        under computed keys (``self.graphs[size] = torch.empty(..., device=d)``, the way CUDA-graph
+        wrappers keep static inputs per batch size) lives where those stores put it, whatever
+        the empty display the dict started as says. Not for a device tensor's own elements."""
+        if not _self_attr(container) or self.place(container) is Place.DEVICE:
+            return Place.UNKNOWN
+        return self._memo_slot(container.attr, ANY_KEY)  # type: ignore[attr-defined]
+
     def _memo_slot(self, attr: str, key: str) -> Place:
         """``self.cache["starts"]``: a dict the object memoises values in by key (a builder keeps
         this step's device tensors there on its first build and reads them back on the next
@@ -1075,6 +1088,10 @@ class ValueModel:
             key = node.args[0] if method == "get" and node.args else None
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 keyed = self._name_place(key.value)  # mm_input.get("image_grid_thw", [])
+                if keyed is not Place.UNKNOWN:
+                    return keyed
+            elif key is not None:
+                keyed = self._keyed_element(func.value)  # self.graphs.get(size)
                 if keyed is not Place.UNKNOWN:
                     return keyed
             if method in _DEVICE_METHODS:
@@ -1215,6 +1232,8 @@ def self_slot(node: ast.expr | None) -> tuple[str, str] | None:
     return None
 
 
+# the key of ``self.graphs[size] = value``: a store under a key the source computes
+ANY_KEY = "[]"
 # id of a class -> (dict attr, key) -> (method, value) of each ``self.attr["key"] = value``
 KeyedStores = dict[int, dict[tuple[str, str], list[tuple[FunctionInfo, ast.expr]]]]
 
@@ -1231,6 +1250,9 @@ def keyed_stores(owner: ClassInfo, index: KeyedStores) -> dict[tuple[str, str],
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         slot = self_slot(target)
+                        if slot is None and isinstance(target, ast.Subscript) and _self_attr(
+                                target.value):
+                            slot = target.value.attr, ANY_KEY  # type: ignore[attr-defined]
                         if slot is not None and isinstance(target, ast.Subscript):
                             found.setdefault(slot, []).append((method, node.value))
     return found
