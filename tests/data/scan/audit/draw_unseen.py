@@ -16,6 +16,9 @@ Run from the repository root, after the engine is frozen and before any label:
 Audit 6 (flagged6.toml) is drawn the same way with the engine of the commit that adds this line,
 after audit 5's sites were labelled (they are recorded sites now), with another seed:
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261207
+Audit 7 (flagged7.toml): drawn with the engine of the commit that adds this line, after audit 6's
+sites were labelled, with another seed (179 sites left: 171 vLLM-Omni, 8 Kunlun-Exp):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261208
 """
 
 from __future__ import annotations
