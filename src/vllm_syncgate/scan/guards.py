@@ -718,7 +718,8 @@ def _first_use_members(scope: ast.AST, owner: ClassInfo | None
     per process. A member that some method other than ``__init__`` sets back (``self.x =
     None``, ``self.done = False``) may run again: it is no flag, and a method's assignment does
     not build it."""
-    chain: list[ClassInfo] | None = None
+    chain = _class_chain(owner)
+    reset: set[str] | None = None  # walked only when a branch builds or sets a tested member
     built: set[str] = set()
     flags: set[str] = set()
     for branch in walk(scope):
@@ -732,15 +733,20 @@ def _first_use_members(scope: ast.AST, owner: ClassInfo | None
         if not (unbuilt or unset):
             continue
         own = _member_sets(branch.body)
-        if chain is None:
-            chain = _class_chain(owner)
-            reset = {attr for cls in chain for attr in _set_back(cls)}
         called = [method for root in branch.body for call in walk(root)
                   if isinstance(call, ast.Call) and _self_member(call.func)
                   for method in [_method(chain, call.func.attr)] if method is not None]
-        through = [(attr, value) for attr, value in _member_sets(called) if attr not in reset]
+        through = _member_sets(called)
         built |= {attr for attr, value in own if attr in unbuilt and not is_none(value)}
-        built |= {attr for attr, value in through if attr in unbuilt and not is_none(value)}
+        maybe = {attr for attr, value in through if attr in unbuilt and not is_none(value)} | {
+            attr for attr, value in [*own, *through] if attr in unset
+            and isinstance(value, ast.Constant) and value.value is True}
+        if not maybe:
+            continue
+        if reset is None:
+            reset = {attr for cls in chain for attr in _set_back(cls)}
+        built |= {attr for attr, value in through if attr in unbuilt and not is_none(value)
+                  and attr not in reset}
         flags |= {attr for attr, value in [*own, *through] if attr in unset and attr not in reset
                   and isinstance(value, ast.Constant) and value.value is True}
     return frozenset(built), frozenset(flags)
