@@ -57,6 +57,7 @@ from vllm_syncgate.scan.sources import (
     conditional_statements,
     dotted,
     is_record,
+    is_self_attribute,
     walk,
 )
 from vllm_syncgate.scan.values import (
@@ -1464,7 +1465,7 @@ def _model_method(config: ScanConfig, value: ast.expr | None) -> str:
             and value.func.id == "getattr" and len(value.args) >= 2):
         return ""
     owner, name = value.args[0], value.args[1]
-    if _self_attr(owner) and config.model_receivers.match(owner.attr) \
+    if is_self_attribute(owner) and config.model_receivers.match(owner.attr) \
             and isinstance(name, ast.Constant) and isinstance(name.value, str):
         return name.value
     return ""
@@ -1496,9 +1497,9 @@ def _hook_calls(cls: ClassInfo) -> Iterator[tuple[str, list[tuple[int, str]]]]:
     for method in cls.methods.values():
         for node in ast.walk(method.node):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and _self_attr(node.func):
+                    and is_self_attribute(node.func):
                 hooks = [(i, a.attr) for i, a in enumerate(node.args)
-                         if isinstance(a, ast.Attribute) and _self_attr(a) and a.attr in cls.methods]
+                         if isinstance(a, ast.Attribute) and is_self_attribute(a) and a.attr in cls.methods]
                 if hooks:
                     yield node.func.attr, hooks
 
@@ -1508,7 +1509,7 @@ def _stored_parameters(setter: FunctionInfo) -> dict[str, list[str]]:
     stored: dict[str, list[str]] = {}
     for node in ast.walk(setter.node):
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Attribute) and _self_attr(node.targets[0])
+                and isinstance(node.targets[0], ast.Attribute) and is_self_attribute(node.targets[0])
                 and isinstance(node.value, ast.Name)):
             stored.setdefault(node.value.id, []).append(node.targets[0].attr)
     return stored
@@ -1660,11 +1661,6 @@ def _int_store(method: FunctionInfo, value: ast.expr | None) -> bool:
     if isinstance(value, ast.Call):
         return dotted(value.func) == "int"
     return isinstance(value, ast.Name) and int_annotated(method.node, value.id)
-
-
-def _self_attr(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-        and node.value.id == "self"
 
 
 def _list_valued(index: SourceIndex, cls: ClassInfo, value: ast.expr | None) -> bool:

@@ -25,8 +25,16 @@ from functools import cache
 from pathlib import Path
 
 from vllm_syncgate.scan.config import ScanConfig
-from vllm_syncgate.scan.sources import ClassInfo, dotted, walk
-from vllm_syncgate.scan.values import Facts, bindings, is_none, keyword, makes_tensor, owned
+from vllm_syncgate.scan.sources import ClassInfo, class_mro, dotted, is_self_attribute, walk
+from vllm_syncgate.scan.values import (
+    Facts,
+    bindings,
+    is_none,
+    is_true,
+    keyword,
+    makes_tensor,
+    owned,
+)
 
 # A config field that is off unless a user turns it on: ``enable_x: bool = False``, or
 # ``watermark_config: WatermarkConfig | None = None`` (a feature's config, absent by default)
@@ -302,12 +310,12 @@ class GuardEvaluator:
         """``self.attr`` in ``if self.attr is None: self.attr = build()`` of this function, or
         ``if self.attr is None: self._build()`` where that method of the class builds it: a
         member built on first use and reused after (not an ``is not None`` early return)."""
-        return _self_member(node) and node.attr in self._first_use()[0]  # type: ignore[attr-defined]
+        return is_self_attribute(node) and node.attr in self._first_use()[0]  # type: ignore[attr-defined]
 
     def _set_once(self, node: ast.expr) -> bool:
         """``self.done`` in ``if not self.done: self.done = True; ...``: a block the flag lets
         run once per process (a one-time log of codec statistics), not on every step."""
-        return _self_member(node) and node.attr in self._first_use()[1]  # type: ignore[attr-defined]
+        return is_self_attribute(node) and node.attr in self._first_use()[1]  # type: ignore[attr-defined]
 
     def _first_use(self) -> tuple[frozenset[str], frozenset[str]]:
         if self._scope is None:
@@ -671,26 +679,10 @@ def _strongest(parts: list[Truth]) -> Truth:
     return max(guarded, key=lambda p: p.guard.rank if p.guard else -1)
 
 
-def _self_member(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-        node.value.id == "self"
-
-
 def _member_sets(nodes: Iterable[ast.AST]) -> list[tuple[str, ast.expr]]:
     """``(attr, value)`` of every ``self.attr = value`` under ``nodes``."""
     return [(target.attr, node.value) for root in nodes for node in walk(root)
-            if isinstance(node, ast.Assign) for target in node.targets if _self_member(target)]
-
-
-def _class_chain(owner: ClassInfo | None) -> list[ClassInfo]:
-    chain: list[ClassInfo] = []
-    stack = [owner] if owner is not None else []
-    while stack:
-        cls = stack.pop(0)
-        if all(cls is not c for c in chain):
-            chain.append(cls)
-            stack.extend(cls.bases)
-    return chain
+            if isinstance(node, ast.Assign) for target in node.targets if is_self_attribute(target)]
 
 
 def _set_back(cls: ClassInfo) -> frozenset[str]:
@@ -718,7 +710,7 @@ def _first_use_members(scope: ast.AST, owner: ClassInfo | None
     per process. A member that some method other than ``__init__`` sets back (``self.x =
     None``, ``self.done = False``) may run again: it is no flag, and a method's assignment does
     not build it."""
-    chain = _class_chain(owner)
+    chain = class_mro(owner) if owner is not None else []
     reset: set[str] | None = None  # walked only when a branch builds or sets a tested member
     built: set[str] = set()
     flags: set[str] = set()
@@ -729,26 +721,22 @@ def _first_use_members(scope: ast.AST, owner: ClassInfo | None
                    if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.Is)
                    and isinstance(c.left, ast.Attribute) and is_none(c.comparators[0])}
         unset = {n.operand.attr for n in walk(branch.test) if isinstance(n, ast.UnaryOp)
-                 and isinstance(n.op, ast.Not) and _self_member(n.operand)}
+                 and isinstance(n.op, ast.Not) and is_self_attribute(n.operand)}
         if not (unbuilt or unset):
             continue
         own = _member_sets(branch.body)
         called = [method for root in branch.body for call in walk(root)
-                  if isinstance(call, ast.Call) and _self_member(call.func)
+                  if isinstance(call, ast.Call) and is_self_attribute(call.func)
                   for method in [_method(chain, call.func.attr)] if method is not None]
         through = _member_sets(called)
         built |= {attr for attr, value in own if attr in unbuilt and not is_none(value)}
-        maybe = {attr for attr, value in through if attr in unbuilt and not is_none(value)} | {
-            attr for attr, value in [*own, *through] if attr in unset
-            and isinstance(value, ast.Constant) and value.value is True}
-        if not maybe:
-            continue
-        if reset is None:
-            reset = {attr for cls in chain for attr in _set_back(cls)}
-        built |= {attr for attr, value in through if attr in unbuilt and not is_none(value)
-                  and attr not in reset}
-        flags |= {attr for attr, value in [*own, *through] if attr in unset and attr not in reset
-                  and isinstance(value, ast.Constant) and value.value is True}
+        built_through = {attr for attr, value in through if attr in unbuilt and not is_none(value)}
+        set_true = {attr for attr, value in [*own, *through] if attr in unset and is_true(value)}
+        if built_through or set_true:
+            if reset is None:
+                reset = {attr for cls in chain for attr in _set_back(cls)}
+            built |= built_through - reset
+            flags |= set_true - reset
     return frozenset(built), frozenset(flags)
 
 

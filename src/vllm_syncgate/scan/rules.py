@@ -55,7 +55,13 @@ from typing import Any
 from vllm_syncgate.audit.events import SyncKind
 from vllm_syncgate.scan.config import ScanConfig, packaged_table
 from vllm_syncgate.scan.guards import Condition, Guard, GuardEvaluator, Truth
-from vllm_syncgate.scan.sources import FunctionNode, child_fields, dotted, walk
+from vllm_syncgate.scan.sources import (
+    FunctionNode,
+    child_fields,
+    dotted,
+    is_self_attribute,
+    walk,
+)
 from vllm_syncgate.scan.values import (
     Pin,
     Place,
@@ -341,7 +347,7 @@ class FunctionWalker:
         if not made_by:
             # self.groups: list[list[Group]] = []: calls on its items land in Group
             made_by = annotated
-        alias = value.attr if _self_attribute(value) else ""  # type: ignore[union-attr]
+        alias = value.attr if is_self_attribute(value) else ""  # type: ignore[union-attr]
         self.facts.assignments.append(Assignment(
             attr, self.values.place(value), self.values.pin(value), constructed_kind(value),
             made_by, stack, self.values.dtype(value), alias, value, annotated,
@@ -612,9 +618,9 @@ class FunctionWalker:
                 return self._int_parameter(node.id)
             return all(v is not None and how is None and self._int_valued(v, depth + 1)
                        for v, how in bound)
-        if _self_attribute(node):
+        if is_self_attribute(node):
             stored = [n.value for n in walk(self._function) if isinstance(n, ast.Assign)
-                      and any(isinstance(t, ast.Attribute) and _self_attribute(t)
+                      and any(isinstance(t, ast.Attribute) and is_self_attribute(t)
                               and t.attr == node.attr for t in n.targets)]  # type: ignore[attr-defined]
             if stored:
                 return all(self._int_valued(v, depth + 1) for v in stored)
@@ -925,7 +931,7 @@ def _storing(function: FunctionNode) -> set[int]:
         def visit(statement: ast.stmt) -> bool:
             targets = statement.targets if isinstance(statement, ast.Assign) else (
                 [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-            hit = any(_self_attribute(t) for t in targets)
+            hit = any(is_self_attribute(t) for t in targets)
             for block in _nested_blocks(statement):
                 for child in block:
                     hit = visit(child) or hit
@@ -1034,11 +1040,6 @@ def _targets_device(call: ast.Call, method: str) -> bool:
         return isinstance(target.value, str) and target.value.split(":")[0] in (
             "cuda", "npu", "xpu")
     return "device" in name.rpartition(".")[2].lower()
-
-
-def _self_attribute(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
 
 
 def _on_self(node: ast.expr) -> bool:

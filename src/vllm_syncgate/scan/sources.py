@@ -140,25 +140,11 @@ class SourceIndex:
     folders: Folders = field(default_factory=Folders, repr=False)
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
-        """Depth-first, left-to-right, duplicates after their first occurrence removed.
-
-        Close enough to C3 for runner hierarchies (single inheritance plus mixins).
-        """
+        """``class_mro(cls)``, kept per class."""
         cached = self._mro.get(id(cls))
-        if cached is not None:
-            return cached
-        order: list[ClassInfo] = []
-        self._mro[id(cls)] = order
-        stack = [cls]
-        seen: set[int] = set()
-        while stack:
-            current = stack.pop()
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            order.append(current)
-            stack.extend(reversed(current.bases))
-        return order
+        if cached is None:
+            cached = self._mro[id(cls)] = class_mro(cls)
+        return cached
 
     def lookup(
         self, cls: ClassInfo, method: str, after: ClassInfo | None = None
@@ -819,6 +805,30 @@ def _class_functions(body: list[ast.stmt]) -> list[FunctionNode]:
     replaces a method as in Python, of conditional alternatives the first one is taken."""
     methods = conditional_statements(body, (ast.FunctionDef, ast.AsyncFunctionDef), handlers=False)
     return cast(list[FunctionNode], methods)
+
+
+def class_mro(cls: ClassInfo) -> list[ClassInfo]:
+    """Depth-first, left-to-right, duplicates after their first occurrence removed.
+
+    Close enough to C3 for runner hierarchies (single inheritance plus mixins).
+    """
+    order: list[ClassInfo] = []
+    stack = [cls]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        order.append(current)
+        stack.extend(reversed(current.bases))
+    return order
+
+
+def is_self_attribute(node: ast.AST | None) -> bool:
+    """``self.x``: a read or store of one of the object's own attributes."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        node.value.id == "self"
 
 
 def dotted(node: ast.expr) -> str:

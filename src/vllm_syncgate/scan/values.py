@@ -21,7 +21,7 @@ from functools import cache
 from typing import Protocol, TypeVar
 
 from vllm_syncgate.scan.config import ScanConfig, packaged_table
-from vllm_syncgate.scan.sources import ClassInfo, FunctionInfo, dotted, walk
+from vllm_syncgate.scan.sources import ClassInfo, FunctionInfo, dotted, is_self_attribute, walk
 
 
 class Place(enum.Enum):
@@ -390,7 +390,7 @@ class ValueModel:
                     place = Place.HOST
                 elif element is not None and element.isdigit() and isinstance(value, ast.Call):
                     place = self._returned(value, int(element))
-                elif element is not None and element.isdigit() and _self_attr(value):
+                elif element is not None and element.isdigit() and is_self_attribute(value):
                     record = self.facts.fields.get(value.attr, [])  # type: ignore[union-attr]
                     index = int(element)
                     place = record[index] if index < len(record) else Place.UNKNOWN
@@ -501,7 +501,7 @@ class ValueModel:
         if isinstance(node, ast.Subscript):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                if _self_attr(node.value):
+                if is_self_attribute(node.value):
                     memo = self._memo_slot(node.value.attr, key.value)  # type: ignore[attr-defined]
                     if memo is not Place.UNKNOWN:
                         return memo  # self.cache["starts"]: where the class stored it
@@ -659,7 +659,7 @@ class ValueModel:
             if self._reads is not None:
                 self._reads.append(("dtype", node.id, 0))
             return self.dtypes.get(node.id)
-        if _self_attr(node):
+        if is_self_attribute(node):
             own = self._owned(self.facts.owner_dtype, node.attr)  # type: ignore[union-attr]
             return own if own is not None else self.facts.dtype.get(node.attr)  # type: ignore[union-attr]
         if isinstance(node, ast.Call):
@@ -763,7 +763,7 @@ class ValueModel:
         if isinstance(node, ast.Name) and depth < 3 and self._scope is not None:
             value, how = bound_once(self._scope).get(node.id, (None, "none"))
             return how is None and value is not None and self.python_indices(value, depth + 1)
-        if _self_attr(node):
+        if is_self_attribute(node):
             return bool(self._owned(self.facts.collections, node.attr))  # type: ignore[union-attr]
         return False
 
@@ -977,7 +977,7 @@ class ValueModel:
         under computed keys (``self.graphs[size] = torch.empty(..., device=d)``, the way CUDA-graph
         wrappers keep static inputs per batch size) lives where those stores put it, whatever
         the empty display the dict started as says. Not for a device tensor's own elements."""
-        if not _self_attr(container) or self.place(container) is Place.DEVICE:
+        if not is_self_attribute(container) or self.place(container) is Place.DEVICE:
             return Place.UNKNOWN
         return self._memo_slot(container.attr, ANY_KEY)  # type: ignore[attr-defined]
 
@@ -1213,20 +1213,12 @@ def binding_end(value: ast.expr | None, line: int) -> int:
     return max(line, end)
 
 
-def _self_attr(node: ast.expr | None) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-
-
 def self_slot(node: ast.expr | None) -> tuple[str, str] | None:
     """``self.x`` -> (x, ""), ``self.cache["k"]`` -> (cache, k): a read of one of the object's
     own slots."""
-    if node is not None and _self_attr(node):
+    if node is not None and is_self_attribute(node):
         return node.attr, ""  # type: ignore[union-attr]
-    if isinstance(node, ast.Subscript) and _self_attr(node.value) and isinstance(
+    if isinstance(node, ast.Subscript) and is_self_attribute(node.value) and isinstance(
             node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return node.value.attr, node.slice.value  # type: ignore[attr-defined]
     return None
@@ -1249,11 +1241,12 @@ def keyed_stores(owner: ClassInfo, index: KeyedStores) -> dict[tuple[str, str],
             for node in walk(method.node):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
+                        if not isinstance(target, ast.Subscript):
+                            continue
                         slot = self_slot(target)
-                        if slot is None and isinstance(target, ast.Subscript) and _self_attr(
-                                target.value):
+                        if slot is None and is_self_attribute(target.value):
                             slot = target.value.attr, ANY_KEY  # type: ignore[attr-defined]
-                        if slot is not None and isinstance(target, ast.Subscript):
+                        if slot is not None:
                             found.setdefault(slot, []).append((method, node.value))
     return found
 
@@ -1415,7 +1408,7 @@ def _bind(target: ast.expr, value: ast.expr) -> Iterable[tuple[str, ast.expr | N
         if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
             for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
                 yield from _bind(sub_target, sub_value)
-        elif isinstance(value, ast.Call) or _self_attr(value):
+        elif isinstance(value, ast.Call) or is_self_attribute(value):
             for position, element in enumerate(target.elts):
                 for name in _names(element):
                     yield name, value, str(position)  # item ``position`` of what the call returns

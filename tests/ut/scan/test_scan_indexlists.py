@@ -13,6 +13,7 @@ import pytest
 
 from vllm_syncgate.scan import rules, values
 from vllm_syncgate.scan.callgraph import scan
+from vllm_syncgate.scan.sources import is_self_attribute
 
 ENTRY: list[str] = []
 
@@ -51,7 +52,7 @@ def test_broken_variant_no_list_attributes(sites_of, runner, expected_sites, mon
     original = values.ValueModel.python_indices
 
     def no_attributes(self, node, depth=0):
-        return False if values._self_attr(node) else original(self, node, depth)
+        return False if is_self_attribute(node) else original(self, node, depth)
 
     monkeypatch.setattr(values.ValueModel, "python_indices", no_attributes)
     attributes = {_site(runner, "[:, self.suppressed] ="), _site(runner, "self.keep]")}

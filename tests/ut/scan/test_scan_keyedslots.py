@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from vllm_syncgate.scan import values
+from vllm_syncgate.scan.sources import is_self_attribute
 from vllm_syncgate.scan.values import Place
 
 
@@ -40,7 +41,7 @@ def test_broken_variant_stores_by_key_say_nothing(runner, sites_of, expected_sit
 def test_broken_variant_stores_decide_a_device_tensors_elements(runner, sites_of, expected_sites,
                                                                 monkeypatch, line_of):
     def any_container(self, container):
-        return self._memo_slot(container.attr, values.ANY_KEY) if values._self_attr(
+        return self._memo_slot(container.attr, values.ANY_KEY) if is_self_attribute(
             container) else Place.UNKNOWN
 
     monkeypatch.setattr(values.ValueModel, "_keyed_element", any_container)
