@@ -19,6 +19,10 @@ after audit 5's sites were labelled (they are recorded sites now), with another 
 Audit 7 (flagged7.toml): drawn with the engine of the commit that adds this line, after audit 6's
 sites were labelled, with another seed (179 sites left: 171 vLLM-Omni, 8 Kunlun-Exp):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261208
+Audit 8 (flagged8.toml): drawn with the engine of the commit before the one that adds this line
+(1bc9aa5), after audit 7's sites were labelled, with another seed (137 sites left: 130 vLLM-Omni,
+7 Kunlun-Exp):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261209
 """
 
 from __future__ import annotations
