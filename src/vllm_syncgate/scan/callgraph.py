@@ -338,8 +338,15 @@ class _Analysis:
         # (class, attr) holding a model a factory built (``self.talker =
         # init_vllm_registered_model(...)``): calls on it land in the scanned model classes
         self._model_slots: set[tuple[int, str]] = set()
+        # (class, attr) of such a slot -> the architectures its factory calls name
+        # (``architectures=["Qwen3OmniMoeCode2Wav"]``); "" for a call that names none
+        self._slot_architectures: dict[tuple[int, str], set[str]] = {}
         # (class, attr) -> the model's method fetched into it by name
         self._model_methods: dict[tuple[int, str], str] = {}
+        # class -> (attr, name) of ``self.attr = name`` in its ``__init__`` (typed below by what
+        # its constructions pass); (class, call, classes built) of each ``self.x = Class(...)``
+        parameters: dict[int, list[tuple[str, str]]] = {}
+        constructions: list[tuple[ClassInfo, ast.Call, list[ClassInfo]]] = []
         for cls in index.classes:
             for method in cls.methods.values():
                 for assignment in learn.walk(method.node, sites=False).assignments:
@@ -355,15 +362,23 @@ class _Analysis:
                             assignment.alias)
                     if config.model_factories.match(assignment.made_by.rpartition(".")[2]):
                         self._model_slots.add((id(cls), assignment.attr))
+                        self._slot_architectures.setdefault((id(cls), assignment.attr), set(
+                        )).update(_architectures(assignment.value))
                     fetched = _model_method(config, _local_value(method, assignment.value))
                     if fetched:  # self.talker_mtp = getattr(self.model, "talker_mtp", None)
                         self._model_methods.setdefault((id(cls), assignment.attr), fetched)
                     built = self._made_by(cls.module, assignment.made_by, cls) or \
                         self._declared(cls.module, assignment.annotated, cls)
+                    if built and isinstance(assignment.value, ast.Call):
+                        constructions.append((cls, assignment.value, built))
+                    elif method.name == "__init__" and isinstance(assignment.value, ast.Name):
+                        parameters.setdefault(id(cls), []).append(
+                            (assignment.attr, assignment.value.id))
                     for made in built:
                         types = self._attr_types.setdefault((id(cls), assignment.attr), [])
                         if made not in types:
                             types.append(made)
+        self._type_stored_parameters(parameters, constructions)
         # the classes of the model the loader builds, and the layer sampler a V0 model's
         # ``sample`` runs: where a runner's ``self.model.method()`` may land
         self._models = [c for c in index.classes if config.model_modules.match(c.module.name)
@@ -582,6 +597,32 @@ class _Analysis:
                                   factory.owner or owner, depth)
         return made
 
+    def _type_stored_parameters(
+        self, parameters: dict[int, list[tuple[str, str]]],
+        constructions: list[tuple[ClassInfo, ast.Call, list[ClassInfo]]],
+    ) -> None:
+        """``self.tokenizer = tokenizer`` of a constructor parameter no annotation types: the
+        classes every scanned ``self.x = Class(...)`` passes there (``Wrapper(self.tokenizer)``
+        of a typed attribute, ``Wrapper(Tokenizer(...))``), so a call on it lands in their
+        methods (a CUDA-graph wrapper's eager fallback into the module it wraps)."""
+        for caller, call, built in constructions:
+            for cls in built:
+                init = cls.methods.get("__init__")
+                for attr, name in parameters.get(id(cls), []) if init is not None else []:
+                    passed = _argument_for(init, call, name)
+                    annotation = param_annotation(init.node, name)
+                    if annotation is not None:  # ``tokenizer: Tokenizer``
+                        made = self._declared(cls.module, element_class(annotation), cls)
+                    elif is_self_attribute(passed):
+                        made = [c for k in self.index.mro(caller)
+                                for c in self._attr_types.get((id(k), passed.attr), [])]
+                    elif isinstance(passed, ast.Call):
+                        made = self._made_by(caller.module, dotted(passed.func), caller)
+                    else:
+                        continue
+                    types = self._attr_types.setdefault((id(cls), attr), [])
+                    types.extend(c for c in made if c not in types)
+
     def _declared(self, module: SourceModule, annotated: str, owner: ClassInfo | None,
                   depth: int = 0) -> list[ClassInfo]:
         """The scanned class an annotation declares where the value's maker says nothing
@@ -722,10 +763,22 @@ class _Analysis:
         if ctx is None or not (self.config.model_receivers.match(attr) or any(
                 (id(k), attr) in self._model_slots for k in self.index.mro(ctx))):
             return []
-        nodes = self._model_methods_named(method)
+        nodes = self._named_architectures(ctx, attr, method) or self._model_methods_named(method)
         if not nodes and method == "sample":
             nodes = [n for cls in self._samplers for n in self._methods(cls, "__call__")]
         return nodes
+
+    def _named_architectures(self, ctx: ClassInfo, attr: str, method: str) -> list[Node]:
+        """``self.code2wav.method()`` where every factory call that fills ``self.code2wav``
+        names its architectures (``architectures=["Qwen3OmniMoeCode2Wav"]``): that method of
+        the scanned classes of those names, not of every model (another family's code2wav
+        stage). Empty when a call names none or no scanned class has such a name."""
+        named = next((self._slot_architectures[(id(k), attr)] for k in self.index.mro(ctx)
+                      if (id(k), attr) in self._slot_architectures), set())
+        if not named or "" in named:
+            return []
+        return [n for cls in self.index.classes if cls.name in named
+                for n in self._methods(cls, method)]
 
     def _fetched_model_method(self, ctx: ClassInfo | None, attr: str) -> list[Node]:
         """``self.talker_mtp(...)`` after ``self.talker_mtp = getattr(self.model, "talker_mtp",
@@ -754,8 +807,14 @@ class _Analysis:
             if found is None:
                 return self._bound_methods(cls, "forward")
         if found is None:
-            return self._bound_methods(cls, method)
+            return self._bound_methods(cls, method) or self._submodule_calls(cls, method)
         return [(cls, found)]
+
+    def _submodule_calls(self, cls: ClassInfo, attr: str) -> list[Node]:
+        """``obj.decoder(hs)`` where ``decoder`` is no method but an attribute of ``obj``'s
+        class holding a scanned module: that module's ``__call__`` (its ``forward``)."""
+        return [node for k in self.index.mro(cls) for sub in self._attr_types.get((id(k), attr), [])
+                if sub is not cls for node in self._own_methods(sub, "__call__")]
 
     def _bound_methods(self, cls: ClassInfo, attr: str) -> list[Node]:
         """``self.forward = self.forward_native`` (a dispatch chosen in ``__init__``): each
@@ -1217,21 +1276,29 @@ def _host_arguments(target: FunctionInfo, call: ast.Call, caller: ValueModel | N
 
 def _passed(target: FunctionInfo, call: ast.Call, caller: ValueModel) -> Arguments:
     """Where ``call``'s argument for each parameter of ``target`` lives, in the caller."""
-    args = target.node.args
-    params = [a.arg for a in [*args.posonlyargs, *args.args]]
-    if target.owner is not None and params[:1] in (["self"], ["cls"]):
-        params = params[1:]  # self.helper(...)
-    positional: dict[str, ast.expr] = {}
-    for name, value in zip(params, call.args, strict=False):
-        if isinstance(value, ast.Starred):
-            break
-        positional[name] = value
-
     def place(param: str) -> Place:
-        value = keyword(call, param) or positional.get(param)
+        value = _argument_for(target, call, param)
         return caller.place(value) if value is not None else Place.UNKNOWN
 
     return place
+
+
+def _argument_for(target: FunctionInfo, call: ast.Call, param: str) -> ast.expr | None:
+    """The expression ``call`` passes for ``target``'s parameter ``param`` (by keyword or by
+    position; a method's ``self`` is not passed), else None."""
+    found = keyword(call, param)
+    if found is not None:
+        return found
+    args = target.node.args
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if target.owner is not None and params[:1] in (["self"], ["cls"]):
+        params = params[1:]  # self.helper(...), Class(...)
+    for name, value in zip(params, call.args, strict=False):
+        if isinstance(value, ast.Starred):
+            return None
+        if name == param:
+            return value
+    return None
 
 
 _STORING = (Place.UNKNOWN, Pin.UNKNOWN)  # a field whose constructions are being judged
@@ -1458,6 +1525,16 @@ def _local_value(function: FunctionInfo, value: ast.expr | None) -> ast.expr | N
         return found[-1] if found else value
     return value
 
+
+
+def _architectures(value: ast.expr | None) -> set[str]:
+    """The architecture names a model factory call passes (``architectures=["A", "B"]``); {""}
+    when it passes none as string constants."""
+    call = value if isinstance(value, ast.Call) else None
+    listed = keyword(call, "architectures") if call is not None else None
+    names = [e.value for e in listed.elts if isinstance(e, ast.Constant)
+             and isinstance(e.value, str)] if isinstance(listed, ast.List | ast.Tuple) else []
+    return set(names) if names and len(names) == len(listed.elts) else {""}  # type: ignore[union-attr]
 
 def _model_method(config: ScanConfig, value: ast.expr | None) -> str:
     """``getattr(self.model, "name", ...)``: the model method fetched by name, else ``""``."""

@@ -8,7 +8,8 @@ installed postprocess is lost; without the factory-built model slots, only the s
 sites are lost (its readback, and the host copy of what its submodule computed); without the
 model methods fetched by name (``getattr(self.model, "talker_mtp", None)``), only that one;
 without layers computing where their input lives, or without the module's own weights' device,
-only the embedding's host copy."""
+only the embedding's host copy; ignoring the architectures a factory call names, another
+family's stage model with a method of the same name is reached too."""
 
 from __future__ import annotations
 
@@ -125,3 +126,12 @@ def test_broken_variant_no_layer_residence(reported, expected, embedded, monkeyp
 def test_broken_variant_no_module_weights_device(reported, expected, embedded, monkeypatch):
     monkeypatch.setattr(values, "_module_weights", lambda node: False)
     assert _gating(reported()) == expected - embedded
+
+
+def test_broken_variant_factory_architectures_ignored(reported, expected, tree, line_of,
+                                                      monkeypatch):
+    monkeypatch.setattr(callgraph, "_architectures", lambda value: {""})
+    predictor = tree / "model_executor" / "models" / "code_predictor.py"
+    other = (predictor.name, line_of(predictor, "another family's stage only"),
+             "blocking_readback", "none")
+    assert reported() == expected | {other}  # another family's stage model is reached

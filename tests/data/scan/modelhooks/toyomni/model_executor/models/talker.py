@@ -12,7 +12,8 @@ class ToyTalkerForConditionalGeneration(nn.Module, HookMixin):
         super().__init__()
         self.embed = nn.Embedding(16, 8)
         self.weight = nn.Parameter(torch.zeros(8, 16))
-        self.code_predictor = init_vllm_registered_model("ToyCodePredictorForCausalLM")
+        self.code_predictor = init_vllm_registered_model(
+            "code_predictor", architectures=["ToyCodePredictorForCausalLM"])
         self.has_postprocess = stage == "talker"
         if self.has_postprocess:
             self.set_custom_postprocess(self.talker_postprocess)
