@@ -28,6 +28,7 @@ from vllm_syncgate.scan.guards import (
     Guard,
     GuardEvaluator,
     config_overrides,
+    contradictory,
     environment_writes,
     tree_config_sources,
 )
@@ -890,6 +891,8 @@ class _Analysis:
                 continue  # a more guarded route to a function that is reached less guarded
             function = path[-1][1]
             for site in self.facts(function).sites:
+                if self._infeasible(path, site):
+                    continue
                 guards = [threshold, strongest(site.conditions)]
                 if self._warmup(function):
                     guards.append(Guard.WARMUP)
@@ -898,6 +901,22 @@ class _Analysis:
                 if finding is not None:
                     findings.append(finding)
         return findings
+
+    def _infeasible(self, path: list[Node], site: Site) -> bool:
+        """The site's conditions, with those of every call on ``self`` by which the caller
+        reaches its function, test a member that only ``__init__`` assigns both ways
+        (:func:`contradictory`): this route never reaches the site. Other callers still do."""
+        ctx = path[-1][0]
+        if ctx is None:
+            return False
+        calls: list[Call] = []
+        if len(path) > 1 and path[-2][0] is ctx:
+            caller = path[-2][1]
+            calls = [c for c in self.facts(caller).calls if c.how in ("self", "super")
+                     and path[-1] in self._resolve(ctx, caller, c)]
+        if not calls:
+            return contradictory(site.conditions, ctx)
+        return all(contradictory([*c.conditions, *site.conditions], ctx) for c in calls)
 
     def reach(self, runner: ClassInfo, entries: list[FunctionInfo]) -> set[tuple[str, str]]:
         """(file, qualname) of each function ``runner``'s entries reach through calls weaker

@@ -696,6 +696,54 @@ def _set_back(cls: ClassInfo) -> frozenset[str]:
     return found
 
 
+def _set_after_init(cls: ClassInfo) -> frozenset[str]:
+    """Members a method of the class other than ``__init__`` assigns, to any value."""
+    found = getattr(cls.node, "_syncgate_set_after_init", None)
+    if found is None:  # kept on the class node
+        found = frozenset(
+            target.attr for name, method in cls.methods.items() if name != "__init__"
+            for node in walk(method.node) if isinstance(node, ast.Assign | ast.AnnAssign)
+            for root in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            for target in walk(root) if is_self_attribute(target))
+        cls.node._syncgate_set_after_init = found  # type: ignore[attr-defined]
+    return found
+
+
+def contradictory(conditions: Iterable[Condition], owner: ClassInfo) -> bool:
+    """The conditions demand that a member be None and not None at once (``if self.t is None:
+    self._init()``, where ``_init`` begins ``if self.t is None: return``), and only ``__init__``
+    assigns that member, so nothing between the two tests changes it: no run takes that route."""
+    changing = {attr for cls in class_mro(owner) for attr in _set_after_init(cls)}
+    demanded: dict[str, bool] = {}
+    for condition in conditions:
+        if isinstance(condition.source, str):
+            continue
+        for attr, none in _none_tests(condition.source, condition.positive).items():
+            if attr not in changing and demanded.setdefault(attr, none) != none:
+                return True
+    return False
+
+
+def _none_tests(test: ast.expr, positive: bool) -> dict[str, bool]:
+    """member -> whether it is None, as ``test`` holding (``positive``) or failing demands:
+    ``self.t is None``, ``self.t is not None``, through ``not`` and the parts of an ``and`` that
+    holds or an ``or`` that fails."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _none_tests(test.operand, not positive)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if positive else ast.Or):
+        parts: dict[str, bool] = {}
+        for value in test.values:
+            for attr, none in _none_tests(value, positive).items():
+                if parts.setdefault(attr, none) != none:
+                    return {}  # a test that never holds says nothing here
+        return parts
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is | ast.IsNot) and is_self_attribute(test.left)
+            and is_none(test.comparators[0])):
+        return {test.left.attr: positive == isinstance(test.ops[0], ast.Is)}  # type: ignore[attr-defined]
+    return {}
+
+
 def _method(chain: list[ClassInfo], name: str) -> ast.AST | None:
     return next((cls.methods[name].node for cls in chain if name in cls.methods), None)
 
