@@ -23,6 +23,10 @@ Audit 8 (flagged8.toml): drawn with the engine of the commit before the one that
 (1bc9aa5), after audit 7's sites were labelled, with another seed (137 sites left: 130 vLLM-Omni,
 7 Kunlun-Exp):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261209
+Audit 9 (flagged9.toml): drawn with the engine of the commit before the one that adds this line
+(86ff1a5: wrapped objects, named architectures, contradictory routes), after audit 8's sites
+were labelled, with another seed (95 sites left: 90 vLLM-Omni, 5 Kunlun-Exp):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261210
 """
 
 from __future__ import annotations
