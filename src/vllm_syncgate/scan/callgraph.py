@@ -1545,7 +1545,6 @@ def _local_value(function: FunctionInfo, value: ast.expr | None) -> ast.expr | N
     return value
 
 
-
 def _architectures(value: ast.expr | None) -> set[str]:
     """The architecture names a model factory call passes (``architectures=["A", "B"]``); {""}
     when it passes none as string constants."""
@@ -1554,6 +1553,7 @@ def _architectures(value: ast.expr | None) -> set[str]:
     names = [e.value for e in listed.elts if isinstance(e, ast.Constant)
              and isinstance(e.value, str)] if isinstance(listed, ast.List | ast.Tuple) else []
     return set(names) if names and len(names) == len(listed.elts) else {""}  # type: ignore[union-attr]
+
 
 def _model_method(config: ScanConfig, value: ast.expr | None) -> str:
     """``getattr(self.model, "name", ...)``: the model method fetched by name, else ``""``."""
