@@ -363,8 +363,9 @@ class _Analysis:
                             assignment.alias)
                     if config.model_factories.match(assignment.made_by.rpartition(".")[2]):
                         self._model_slots.add((id(cls), assignment.attr))
-                        self._slot_architectures.setdefault((id(cls), assignment.attr), set(
-                        )).update(_architectures(assignment.value))
+                        named = self._slot_architectures.setdefault((id(cls), assignment.attr),
+                                                                    set())
+                        named.update(_architectures(assignment.value))
                     fetched = _model_method(config, _local_value(method, assignment.value))
                     if fetched:  # self.talker_mtp = getattr(self.model, "talker_mtp", None)
                         self._model_methods.setdefault((id(cls), assignment.attr), fetched)
@@ -889,10 +890,12 @@ class _Analysis:
                 continue  # an entry that another entry calls: reported with its caller
             if threshold.rank > weakest[function_id]:
                 continue  # a more guarded route to a function that is reached less guarded
-            function = path[-1][1]
+            ctx, function = path[-1]
+            routes = self._routes_on_self(path)
             for site in self.facts(function).sites:
-                if self._infeasible(path, site):
-                    continue
+                if ctx is not None and all(contradictory([*route, *site.conditions], ctx)
+                                           for route in routes):
+                    continue  # every route on self from this caller tests a member both ways
                 guards = [threshold, strongest(site.conditions)]
                 if self._warmup(function):
                     guards.append(Guard.WARMUP)
@@ -902,21 +905,18 @@ class _Analysis:
                     findings.append(finding)
         return findings
 
-    def _infeasible(self, path: list[Node], site: Site) -> bool:
-        """The site's conditions, with those of every call on ``self`` by which the caller
-        reaches its function, test a member that only ``__init__`` assigns both ways
-        (:func:`contradictory`): this route never reaches the site. Other callers still do."""
-        ctx = path[-1][0]
-        if ctx is None:
-            return False
-        calls: list[Call] = []
-        if len(path) > 1 and path[-2][0] is ctx:
-            caller = path[-2][1]
-            calls = [c for c in self.facts(caller).calls if c.how in ("self", "super")
-                     and path[-1] in self._resolve(ctx, caller, c)]
-        if not calls:
-            return contradictory(site.conditions, ctx)
-        return all(contradictory([*c.conditions, *site.conditions], ctx) for c in calls)
+    def _routes_on_self(self, path: list[Node]) -> list[tuple[Condition, ...]]:
+        """The conditions of each call on ``self`` by which the caller reaches the function
+        ``path`` ends in, or one empty route when it reaches it otherwise: with a site's own
+        conditions, what :func:`contradictory` reads. A site no route can take is not reported
+        for this caller; other callers still report it."""
+        ctx, function = path[-1]
+        if len(path) < 2 or ctx is None or path[-2][0] is not ctx:
+            return [()]
+        caller = path[-2][1]
+        routes = [call.conditions for call in self.facts(caller).calls
+                  if call.how in ("self", "super") and (ctx, function) in self._resolve(ctx, caller, call)]
+        return routes or [()]
 
     def reach(self, runner: ClassInfo, entries: list[FunctionInfo]) -> set[tuple[str, str]]:
         """(file, qualname) of each function ``runner``'s entries reach through calls weaker
@@ -1548,11 +1548,11 @@ def _local_value(function: FunctionInfo, value: ast.expr | None) -> ast.expr | N
 def _architectures(value: ast.expr | None) -> set[str]:
     """The architecture names a model factory call passes (``architectures=["A", "B"]``); {""}
     when it passes none as string constants."""
-    call = value if isinstance(value, ast.Call) else None
-    listed = keyword(call, "architectures") if call is not None else None
-    names = [e.value for e in listed.elts if isinstance(e, ast.Constant)
-             and isinstance(e.value, str)] if isinstance(listed, ast.List | ast.Tuple) else []
-    return set(names) if names and len(names) == len(listed.elts) else {""}  # type: ignore[union-attr]
+    listed = keyword(value, "architectures") if isinstance(value, ast.Call) else None
+    if not isinstance(listed, ast.List | ast.Tuple):
+        return {""}
+    names = [e.value for e in listed.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return set(names) if names and len(names) == len(listed.elts) else {""}
 
 
 def _model_method(config: ScanConfig, value: ast.expr | None) -> str:
