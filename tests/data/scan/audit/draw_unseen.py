@@ -27,6 +27,10 @@ Audit 9 (flagged9.toml): drawn with the engine of the commit before the one that
 (86ff1a5: wrapped objects, named architectures, contradictory routes), after audit 8's sites
 were labelled, with another seed (95 sites left: 90 vLLM-Omni, 5 Kunlun-Exp):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261210
+Audit 10 (flagged10.toml): drawn with the engine of the commit before the one that adds this line
+(be97a1e, whose judgements are 86ff1a5's), after audit 9's sites were labelled, with another seed
+(55 sites left: 52 vLLM-Omni, 3 Kunlun-Exp):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261211
 """
 
 from __future__ import annotations
