@@ -29,6 +29,7 @@ from vllm_syncgate.scan.guards import (
     GuardEvaluator,
     config_overrides,
     contradictory,
+    demanded_none,
     environment_writes,
     tree_config_sources,
 )
@@ -73,6 +74,7 @@ from vllm_syncgate.scan.values import (
     is_none,
     keyed_stores,
     keyword,
+    never_none,
     python_list,
     record_fields,
     self_slot,
@@ -896,6 +898,8 @@ class _Analysis:
                 if ctx is not None and all(contradictory([*route, *site.conditions], ctx)
                                            for route in routes):
                     continue  # every route on self from this caller tests a member both ways
+                if self._always_passed(path, site):
+                    continue  # a parameter's fallback this caller never leaves to run
                 guards = [threshold, strongest(site.conditions)]
                 if self._warmup(function):
                     guards.append(Guard.WARMUP)
@@ -917,6 +921,31 @@ class _Analysis:
         routes = [call.conditions for call in self.facts(caller).calls
                   if call.how in ("self", "super") and (ctx, function) in self._resolve(ctx, caller, call)]
         return routes or [()]
+
+    def _always_passed(self, path: list[Node], site: Site) -> bool:
+        """``site`` runs only when a parameter is None (``if max_len is None: max_len =
+        int(lengths.max().item())``), the function does not bind that name before the test,
+        and every call by which ``path``'s caller reaches the function passes a value that is
+        never None there (``max_len=feat_len``, ``feat_len = max(1, int(...))``): the fallback
+        never runs from this caller. Other callers still report it."""
+        if len(path) < 2:
+            return False
+        (caller_ctx, caller), (_ctx, function) = path[-2], path[-1]
+        args = function.node.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        tested = {name: line for name, line in demanded_none(site.conditions).items()
+                  if name in params}
+        rebound = {name for name, _value, _how, line in bindings(function.node)
+                   if name in tested and line < tested[name]}
+        names = set(tested) - rebound
+        if not names:
+            return False
+        calls = [call.node for call in self.facts(caller).calls
+                 if path[-1] in self._resolve(caller_ctx, caller, call)]
+        return bool(calls) and all(
+            call is not None and any(never_none(_argument_for(function, call, name), caller.node)
+                                     for name in names)
+            for call in calls)
 
     def reach(self, runner: ClassInfo, entries: list[FunctionInfo]) -> set[tuple[str, str]]:
         """(file, qualname) of each function ``runner``'s entries reach through calls weaker

@@ -718,29 +718,47 @@ def contradictory(conditions: Iterable[Condition], owner: ClassInfo) -> bool:
     for condition in conditions:
         if isinstance(condition.source, str):
             continue
-        for attr, none in _none_tests(condition.source, condition.positive).items():
-            if attr not in changing and demanded.setdefault(attr, none) != none:
+        for (member, attr), none in _none_tests(condition.source, condition.positive).items():
+            if member and attr not in changing and demanded.setdefault(attr, none) != none:
                 return True
     return False
 
 
-def _none_tests(test: ast.expr, positive: bool) -> dict[str, bool]:
-    """member -> whether it is None, as ``test`` holding (``positive``) or failing demands:
-    ``self.t is None``, ``self.t is not None``, through ``not`` and the parts of an ``and`` that
-    holds or an ``or`` that fails."""
+def demanded_none(conditions: Iterable[Condition]) -> dict[str, int]:
+    """Plain names the conditions demand be None (``if max_len is None:``, the ``else`` of ``if
+    max_len is not None:``) -> the line of the first such test: a parameter's fallback, which
+    runs only for a caller that leaves the parameter out or passes None."""
+    found: dict[str, int] = {}
+    for condition in conditions:
+        if isinstance(condition.source, str):
+            continue
+        for (member, name), none in _none_tests(condition.source, condition.positive).items():
+            if not member and none:
+                found.setdefault(name, condition.line)
+    return found
+
+
+def _none_tests(test: ast.expr, positive: bool) -> dict[tuple[bool, str], bool]:
+    """(is a member of self, name) -> whether it is None, as ``test`` holding (``positive``) or
+    failing demands: ``self.t is None``, ``t is not None``, through ``not`` and the parts of an
+    ``and`` that holds or an ``or`` that fails."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _none_tests(test.operand, not positive)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if positive else ast.Or):
-        parts: dict[str, bool] = {}
+        parts: dict[tuple[bool, str], bool] = {}
         for value in test.values:
-            for attr, none in _none_tests(value, positive).items():
-                if parts.setdefault(attr, none) != none:
+            for key, none in _none_tests(value, positive).items():
+                if parts.setdefault(key, none) != none:
                     return {}  # a test that never holds says nothing here
         return parts
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Is | ast.IsNot) and is_self_attribute(test.left)
-            and is_none(test.comparators[0])):
-        return {test.left.attr: positive == isinstance(test.ops[0], ast.Is)}  # type: ignore[attr-defined]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is | ast.IsNot) and is_none(test.comparators[0])):
+        return {}
+    none = positive == isinstance(test.ops[0], ast.Is)
+    if is_self_attribute(test.left):
+        return {(True, test.left.attr): none}  # type: ignore[attr-defined]
+    if isinstance(test.left, ast.Name):
+        return {(False, test.left.id): none}
     return {}
 
 

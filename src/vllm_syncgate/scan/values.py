@@ -1345,6 +1345,49 @@ def appended(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast
     return found
 
 
+# Builtins and tensor methods whose result is never None: a size, a count, a number.
+_NEVER_NONE_CALLS = frozenset({"int", "float", "bool", "str", "len", "max", "min", "sum", "abs",
+                               "round", "list", "tuple", "dict", "set", "sorted", "range",
+                               "math.ceil", "math.floor", "math.prod"})
+_NEVER_NONE_METHODS = frozenset({"size", "numel", "dim", "item", "tolist", "stride"})
+
+
+def never_none(node: ast.expr | None, scope: ast.FunctionDef | ast.AsyncFunctionDef,
+               depth: int = 3) -> bool:
+    """``node``, evaluated in ``scope``, is never None: a literal, arithmetic, a size or count
+    (``x.size(1)``, ``x.shape[0]``, ``len(...)``, ``max(1, int(n))``), or a local whose every
+    binding in ``scope`` is one of those. A parameter, an attribute or an unknown call may be
+    None; so may a local bound by unpacking or a loop."""
+    if node is None or depth < 0:
+        return False
+    if isinstance(node, ast.Constant):
+        return node.value is not None
+    if isinstance(node, ast.BinOp | ast.UnaryOp | ast.Compare | ast.JoinedStr | ast.List
+                  | ast.Tuple | ast.Set | ast.Dict | ast.ListComp | ast.SetComp | ast.DictComp
+                  | ast.GeneratorExp | ast.Lambda):
+        return True
+    if isinstance(node, ast.IfExp):
+        return never_none(node.body, scope, depth) and never_none(node.orelse, scope, depth)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return never_none(node.values[-1], scope, depth)  # a truthy part is no None either
+    if isinstance(node, ast.Call):
+        func = node.func
+        return dotted(func) in _NEVER_NONE_CALLS or (
+            isinstance(func, ast.Attribute) and func.attr in _NEVER_NONE_METHODS)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+    if isinstance(node, ast.Name):
+        args = scope.args
+        if node.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+            return False  # a parameter: what its own callers pass
+        found = [(value, how) for name, value, how, _line in bindings(scope) if name == node.id]
+        return bool(found) and all(how is None and never_none(value, scope, depth - 1)
+                                   for value, how in found)
+    return False
+
+
 def python_list(node: ast.expr | None) -> bool:
     """A Python list made here: a display, a comprehension, ``list(...)`` or ``sorted(...)``."""
     return isinstance(node, ast.List | ast.ListComp) or (
