@@ -31,6 +31,13 @@ Audit 10 (flagged10.toml): drawn with the engine of the commit before the one th
 (be97a1e, whose judgements are 86ff1a5's), after audit 9's sites were labelled, with another seed
 (55 sites left: 52 vLLM-Omni, 3 Kunlun-Exp):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --seed 20261211
+Audit 11 (flagged11.toml): the first trees had 15 sites left, so it draws from new ones
+(tests/data/scan/unseen2/trees.toml: vLLM main's models and layers, Gaudi, Kunlun and the
+DeepSeek-V4 vllm-ascend fork), with the engine of the commit before the one that adds this line
+(3451043: a parameter's fallback that every call fills is not run), after audit 10's sites were
+labelled (41 sites: 22 vLLM main, 15 Gaudi, 4 Kunlun):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --trees unseen2 \
+        --seed 20261212
 """
 
 from __future__ import annotations
@@ -97,11 +104,13 @@ def main() -> int:
     parser.add_argument("--mirrors", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--size", type=int, default=SIZE)
+    parser.add_argument("--trees", default="unseen", help="the folder under tests/data/scan whose "
+                        "trees.toml lists the snapshots (unseen2: audit 11 on)")
     args = parser.parse_args()
     known = recorded()
     population: dict[tuple[str, str, str, str], dict] = {}
     seen: set[tuple[str, str, str]] = set()
-    for commit in load(DATA / "unseen" / "trees.toml")["commit"]:
+    for commit in load(DATA / args.trees / "trees.toml")["commit"]:
         git = heldout._repository(commit, "", args.mirrors)
         if not git:
             return 2
@@ -125,7 +134,7 @@ def main() -> int:
                                                     min(args.size, len(population))))
     for index, key in enumerate(sample):
         where = population[key]
-        print(index, "unseen", key[0], where["sha"][:10], f"{key[1]}:{where['line']}", key[2],
+        print(index, args.trees, key[0], where["sha"][:10], f"{key[1]}:{where['line']}", key[2],
               "|", key[3])
     return 0
 
