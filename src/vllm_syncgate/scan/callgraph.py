@@ -29,8 +29,8 @@ from vllm_syncgate.scan.guards import (
     GuardEvaluator,
     config_overrides,
     contradictory,
-    demanded_none,
     environment_writes,
+    parameter_none_tests,
     tree_config_sources,
 )
 from vllm_syncgate.scan.memory import paused_collector
@@ -344,6 +344,8 @@ class _Analysis:
         # (class, attr) of such a slot -> the architectures its factory calls name
         # (``architectures=["Qwen3OmniMoeCode2Wav"]``); "" for a call that names none
         self._slot_architectures: dict[tuple[int, str], set[str]] = {}
+        # (class, attr) -> every factory call filling it builds from a text config
+        self._text_slots: dict[tuple[int, str], bool] = {}
         # (class, attr) -> the model's method fetched into it by name
         self._model_methods: dict[tuple[int, str], str] = {}
         # class -> (attr, name) of ``self.attr = name`` in its ``__init__`` (typed below by what
@@ -368,6 +370,9 @@ class _Analysis:
                         named = self._slot_architectures.setdefault((id(cls), assignment.attr),
                                                                     set())
                         named.update(_architectures(assignment.value))
+                        key = (id(cls), assignment.attr)
+                        self._text_slots[key] = self._text_slots.get(key, True) and \
+                            _text_config(config, assignment.value)
                     fetched = _model_method(config, _local_value(method, assignment.value))
                     if fetched:  # self.talker_mtp = getattr(self.model, "talker_mtp", None)
                         self._model_methods.setdefault((id(cls), assignment.attr), fetched)
@@ -390,6 +395,7 @@ class _Analysis:
                                 for k in index.mro(c) for m in k.methods)]
         self._samplers = [c for c in index.classes if config.sampler_classes.match(c.name)]
         # (class, attr) -> methods a setter installs there: ``self.set_hook(self.method)``
+        self._model_ids = {id(c) for c in self._models}
         self._installed = _installed_methods(index, self._models)
         settled = _settle_copies(index, config, owned)
         if settled:
@@ -558,7 +564,10 @@ class _Analysis:
         if not name or depth > 3:
             return []
         if name.startswith("self.") and owner is not None:
-            return self._returned_classes(self.index.lookup(owner, name[5:]), owner, depth)
+            method = self.index.lookup(owner, name[5:])
+            if method is None:  # self.model_cls(...): a class the class body names
+                return self._class_attribute_classes(owner, name[5:])
+            return self._returned_classes(method, owner, depth)
         cls = self.index.resolve_class(module, name)
         if cls is not None:
             return [cls, *self._patches.get((cls.module.name, cls.name), [])]
@@ -567,6 +576,20 @@ class _Analysis:
         if called is not None:
             return self._alternative_constructor(called, method, owner, depth)
         return self._returned_classes(self.index.resolve_function(module, name), owner, depth)
+
+    def _class_attribute_classes(self, owner: ClassInfo, attr: str) -> list[ClassInfo]:
+        """The classes a class attribute holds (``model_cls = AXK1Model`` in the class body),
+        in ``owner``, its bases and every scanned subclass that sets it again."""
+        found: list[ClassInfo] = []
+        for cls in [*self.index.mro(owner), *(c for c in self.index.classes
+                                             if owner in self.index.mro(c)[1:])]:
+            for statement in cls.node.body:
+                if isinstance(statement, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == attr for t in statement.targets):
+                    held = self.index.resolve_class(cls.module, dotted(statement.value))
+                    if held is not None and held not in found:
+                        found.append(held)
+        return found
 
     def _alternative_constructor(self, cls: ClassInfo, method: str, owner: ClassInfo | None,
                                  depth: int) -> list[ClassInfo]:
@@ -763,14 +786,24 @@ class _Analysis:
     def _model_calls(self, ctx: ClassInfo | None, attr: str, method: str) -> list[Node]:
         """``self.model.method()`` where no scanned class is stored in ``self.model`` (or an
         attribute a model factory filled): the loader's model, any scanned model class; its
-        ``sample`` runs the layer sampler when no scanned model defines one."""
-        if ctx is None or not (self.config.model_receivers.match(attr) or any(
-                (id(k), attr) in self._model_slots for k in self.index.mro(ctx))):
+        ``sample`` runs the layer sampler when no scanned model defines one. Inside a model
+        class ``self.model`` is its own backbone, which the class builds, not the loader's
+        model: only a factory's slot fans out there."""
+        if ctx is None:
             return []
-        nodes = self._named_architectures(ctx, attr, method) or self._model_methods_named(method)
+        slot = any((id(k), attr) in self._model_slots for k in self.index.mro(ctx))
+        if not slot and (not self.config.model_receivers.match(attr) or self._model_class(ctx)):
+            return []
+        text = any(self._text_slots.get((id(k), attr), False) for k in self.index.mro(ctx))
+        nodes = self._named_architectures(ctx, attr, method) or \
+            self._model_methods_named(method, text_only=text)
         if not nodes and method == "sample":
             nodes = [n for cls in self._samplers for n in self._methods(cls, "__call__")]
         return nodes
+
+    def _model_class(self, cls: ClassInfo) -> bool:
+        """``cls`` is one of the scanned model classes (where ``self.model`` is its backbone)."""
+        return id(cls) in self._model_ids
 
     def _named_architectures(self, ctx: ClassInfo, attr: str, method: str) -> list[Node]:
         """``self.code2wav.method()`` where every factory call that fills ``self.code2wav``
@@ -791,9 +824,19 @@ class _Analysis:
                      if (id(k), attr) in self._model_methods), "") if ctx else ""
         return self._model_methods_named(name) if name else []
 
-    def _model_methods_named(self, method: str) -> list[Node]:
-        """Where ``model.method()`` may land: that method of every scanned model class."""
-        return [n for cls in self._models for n in self._methods(cls, method)]
+    def _model_methods_named(self, method: str, text_only: bool = False) -> list[Node]:
+        """Where ``model.method()`` may land: that method of every scanned model class; of
+        the text models only for a slot built from a text config (:func:`_text_config`)."""
+        return [n for cls in self._models if not (text_only and self._multimodal(cls))
+                for n in self._methods(cls, method)]
+
+    def _multimodal(self, cls: ClassInfo) -> bool:
+        """``cls`` or a base declares the multimodal interface (``SupportsMultiModal``), by a
+        scanned class's name or by the name its bases are written with."""
+        interfaces = self.config.multimodal_interfaces
+        return any(interfaces.match(k.name) or any(
+            interfaces.match(dotted(base).rpartition(".")[2]) for base in k.node.bases)
+            for k in self.index.mro(cls))
 
     def _methods(self, cls: ClassInfo, method: str) -> list[Node]:
         """Where ``obj.method()`` lands for an object of ``cls``: the method, else ``forward``
@@ -924,28 +967,35 @@ class _Analysis:
 
     def _always_passed(self, path: list[Node], site: Site) -> bool:
         """``site`` runs only when a parameter is None (``if max_len is None: max_len =
-        int(lengths.max().item())``), the function does not bind that name before the test,
-        and every call by which ``path``'s caller reaches the function passes a value that is
-        never None there (``max_len=feat_len``, ``feat_len = max(1, int(...))``): the fallback
-        never runs from this caller. Other callers still report it."""
+        int(lengths.max().item())``) or only when it is not (``if embeddings is not None:``),
+        the function does not bind that name before the test, and every call by which
+        ``path``'s caller reaches the function settles it the other way: it passes a value that
+        is never None there (``max_len=feat_len``, ``feat_len = max(1, int(...))``), or it
+        leaves a parameter whose default is None out (``embed_input_ids(input_ids)``) or passes
+        None. The branch never runs from this caller; other callers still report it."""
         if len(path) < 2:
             return False
         (caller_ctx, caller), (_ctx, function) = path[-2], path[-1]
-        args = function.node.args
-        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-        tested = {name: line for name, line in demanded_none(site.conditions).items()
-                  if name in params}
+        defaults = _parameter_defaults(function)
+        tests = {name: test for name, test in parameter_none_tests(site.conditions).items()
+                 if name in defaults}
         rebound = {name for name, _value, _how, line in bindings(function.node)
-                   if name in tested and line < tested[name]}
-        names = set(tested) - rebound
-        if not names:
+                   if name in tests and line < tests[name][1]}
+        demands = {name: none for name, (none, _line) in tests.items() if name not in rebound}
+        if not demands:
             return False
         calls = [call.node for call in self.facts(caller).calls
                  if path[-1] in self._resolve(caller_ctx, caller, call)]
-        return bool(calls) and all(
-            call is not None and any(never_none(_argument_for(function, call, name), caller.node)
-                                     for name in names)
-            for call in calls)
+
+        def settled(call: ast.Call, name: str) -> bool:
+            passed = _argument_for(function, call, name)
+            if not demands[name]:  # the branch needs a value: the call leaves it None
+                return is_none(passed) or (passed is None and _passes_all(call) and
+                                           is_none(defaults[name]))
+            return never_none(passed, caller.node)
+
+        return bool(calls) and all(call is not None and any(settled(call, name) for name in demands)
+                                   for call in calls)
 
     def reach(self, runner: ClassInfo, entries: list[FunctionInfo]) -> set[tuple[str, str]]:
         """(file, qualname) of each function ``runner``'s entries reach through calls weaker
@@ -1349,6 +1399,25 @@ def _argument_for(target: FunctionInfo, call: ast.Call, param: str) -> ast.expr 
     return None
 
 
+def _parameter_defaults(function: FunctionInfo) -> dict[str, ast.expr | None]:
+    """Each parameter of ``function`` -> its default (None where it has none)."""
+    args = function.node.args
+    positional = [*args.posonlyargs, *args.args]
+    found: dict[str, ast.expr | None] = {a.arg: None for a in positional}
+    for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults,
+                            strict=True):
+        found[arg.arg] = default
+    found.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)})
+    return found
+
+
+def _passes_all(call: ast.Call) -> bool:
+    """``call`` names every argument it passes: no ``*args`` or ``**kwargs`` that could fill
+    a parameter it does not name."""
+    return not any(isinstance(a, ast.Starred) for a in call.args) and \
+        all(k.arg is not None for k in call.keywords)
+
+
 _STORING = (Place.UNKNOWN, Pin.UNKNOWN)  # a field whose constructions are being judged
 
 
@@ -1582,6 +1651,15 @@ def _architectures(value: ast.expr | None) -> set[str]:
         return {""}
     names = [e.value for e in listed.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
     return set(names) if names and len(names) == len(listed.elts) else {""}
+
+
+def _text_config(config: ScanConfig, value: ast.expr | None) -> bool:
+    """A model factory call that builds from a composite config's text part:
+    ``hf_config=config.text_config``, ``hf_config=config.get_text_config()``."""
+    part = keyword(value, "hf_config") if isinstance(value, ast.Call) else None
+    if isinstance(part, ast.Call):
+        part = part.func
+    return isinstance(part, ast.Attribute) and config.text_configs.match(part.attr)
 
 
 def _model_method(config: ScanConfig, value: ast.expr | None) -> str:

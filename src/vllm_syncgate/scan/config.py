@@ -21,7 +21,8 @@ _SCHEMA: dict[str, tuple[str, ...]] = {
     "entries": ("classes", "methods", "skip_classes", "follow_imports", "follow_packages",
                 "follow_ops", "dispatch_receivers", "dispatch_classes", "op_methods",
                 "forward_methods", "layer_modules", "model_receivers", "model_modules",
-                "model_interface", "model_factories", "sampler_classes"),
+                "model_interface", "model_factories", "sampler_classes", "text_configs",
+                "multimodal_interfaces"),
     "guards": ("speculation", "one_without_speculation", "async_scheduling", "warmup",
                "warmup_functions", "allowed_contexts", "opt_in", "one_by_default",
                "default_implementations", "switched", "config_hooks", "family_off"),
@@ -35,7 +36,8 @@ _OPTIONAL = frozenset(
      "follow_imports", "follow_packages", "dispatch_receivers", "dispatch_classes", "default_implementations",
      "follow_ops", "op_methods", "forward_methods", "layer_modules", "device_records", "switched",
      "context_records", "arithmetic", "config_hooks", "family_off", "model_receivers",
-     "model_modules", "model_interface", "model_factories", "sampler_classes"}
+     "model_modules", "model_interface", "model_factories", "sampler_classes", "text_configs",
+     "multimodal_interfaces"}
 )
 
 
@@ -93,6 +95,8 @@ class ScanConfig:
     model_interface: Patterns = field(default_factory=lambda: Patterns(()))
     model_factories: Patterns = field(default_factory=lambda: Patterns(()))
     sampler_classes: Patterns = field(default_factory=lambda: Patterns(()))
+    text_configs: Patterns = field(default_factory=lambda: Patterns(()))
+    multimodal_interfaces: Patterns = field(default_factory=lambda: Patterns(()))
     # torch's ``__setitem__`` keeps a Python number on the host for this device's tensors, so
     # ``x[mask] = 0`` is a ``masked_fill_`` (CUDA, and the CPU), not an ``index_put_`` that
     # reads the mask back: set by :func:`vllm_syncgate.scan.callgraph.scan` from the device
@@ -188,6 +192,8 @@ def parse_config(data: dict[str, Any], source: str) -> ScanConfig:
         model_interface=Patterns(values["model_interface"]),
         model_factories=Patterns(values["model_factories"]),
         sampler_classes=Patterns(values["sampler_classes"]),
+        text_configs=Patterns(values["text_configs"]),
+        multimodal_interfaces=Patterns(values["multimodal_interfaces"]),
         device_records=Patterns(values["device_records"]),
         arithmetic=Patterns(values["arithmetic"]),
         switched=values["switched"],

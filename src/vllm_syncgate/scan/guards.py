@@ -724,17 +724,18 @@ def contradictory(conditions: Iterable[Condition], owner: ClassInfo) -> bool:
     return False
 
 
-def demanded_none(conditions: Iterable[Condition]) -> dict[str, int]:
-    """Plain names the conditions demand be None (``if max_len is None:``, the ``else`` of ``if
-    max_len is not None:``) -> the line of the first such test: a parameter's fallback, which
-    runs only for a caller that leaves the parameter out or passes None."""
-    found: dict[str, int] = {}
+def parameter_none_tests(conditions: Iterable[Condition]) -> dict[str, tuple[bool, int]]:
+    """Plain names the conditions test against None -> (whether they demand None, the line of
+    the first such test): ``if max_len is None:`` demands None (a parameter's fallback, which
+    runs only for a caller that leaves it out), ``if embeddings is not None:`` demands a value
+    (a branch a caller that leaves it out never takes)."""
+    found: dict[str, tuple[bool, int]] = {}
     for condition in conditions:
         if isinstance(condition.source, str):
             continue
         for (member, name), none in _none_tests(condition.source, condition.positive).items():
-            if not member and none:
-                found.setdefault(name, condition.line)
+            if not member:
+                found.setdefault(name, (none, condition.line))
     return found
 
 

@@ -89,6 +89,13 @@ _REDUCTIONS = frozenset({"max", "min", "sum", "any", "all", "amax", "amin", "mea
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
+def _identity_tests(node: ast.expr) -> bool:
+    """A comprehension whose items are ``is`` / ``is not`` tests: Python bools, never tensors."""
+    return isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp) and \
+        isinstance(node.elt, ast.Compare) and \
+        all(isinstance(op, ast.Is | ast.IsNot) for op in node.elt.ops)
+
+
 @cache
 def syncing_ops() -> tuple[frozenset[str], dict[str, str]]:
     """Data-dependent operators and the keyword that sizes each (``scan/syncing_ops.toml``)."""
@@ -689,9 +696,11 @@ class FunctionWalker:
         return (element_class(annotation),) if annotation is not None else ()
 
     def _iterated(self, node: ast.Call, name: str, stack: tuple[Condition, ...]) -> None:
-        """``max(t)``, ``sorted(t)``, ``max(a, b)`` of device tensors: element comparisons."""
+        """``max(t)``, ``sorted(t)``, ``max(a, b)`` of device tensors: element comparisons.
+        A comprehension of identity tests (``any(p is not None for p in (a, b))``) yields
+        Python bools, whatever it iterates."""
         if any(self.values.place(a) is Place.DEVICE for a in node.args
-               if not isinstance(a, ast.Starred)):
+               if not isinstance(a, ast.Starred) and not _identity_tests(a)):
             self._site(node, SyncKind.BLOCKING_READBACK, f"{name}() of a tensor", stack)
 
     def _self_chain(self, node: ast.expr, depth: int, links: int = 2) -> list[str] | None:

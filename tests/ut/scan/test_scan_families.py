@@ -100,7 +100,7 @@ def test_every_builder_taken_for_the_default_fails_the_env_var_backend(families,
 def test_a_spec_only_mask_guards_speculation_and_its_broken_variant_fails(families):
     """``spec_sequence_masks`` is None unless the batch has spec decodes (vLLM's GDN builder):
     without that name the spec-only readback fails the gate."""
-    site = ("gated_delta.py", 19, "blocking_readback")
+    site = ("gated_delta.py", 20, "blocking_readback")
     assert (*site, "speculation") in _reported(families)
     config = load_config()
     config = dataclasses.replace(config, speculation=Patterns(tuple(

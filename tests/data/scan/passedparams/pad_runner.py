@@ -3,7 +3,10 @@ caller leaves it out (``max_len=None``): each fallback runs only for a caller th
 nothing, None, or something that may be None. ``_decode`` passes ``pad_mask`` a frame count
 made of builtins and ``span`` a shape, so neither fallback runs from the step; ``crop`` gets an
 attribute (None until ``set_limit``), ``window`` gets the caller's own parameter, and ``trim``
-rebinds its parameter before the test, so those readbacks do run."""
+rebinds its parameter before the test, so those readbacks do run. The mirror: ``merge`` reads
+its mask only when a caller passes one, and ``_decode`` leaves it out (its default is None), so
+that readback never runs from the step; ``blend`` gets ``None`` spelled out from ``_decode`` but
+a mask from ``_encode``, which the step also runs, so its readback does run."""
 
 import torch
 
@@ -39,6 +42,18 @@ def trim(codes: torch.Tensor, options: dict[str, int], keep: int | None = None) 
     return codes[:keep]
 
 
+def merge(codes: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    if mask is not None:
+        return codes[: int(mask.sum().item())]  # never: the one caller leaves the mask out
+    return codes
+
+
+def blend(codes: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    if mask is None:
+        return codes
+    return codes[: int(mask.sum().item())]  # expect: blocking_readback none
+
+
 class PadModelRunner:
     def __init__(self) -> None:
         self.input_ids = torch.zeros(4096, dtype=torch.int64, device="cuda")
@@ -56,8 +71,12 @@ class PadModelRunner:
         tail = crop(codes, limit=self.limit)
         middle = window(codes, size=width)
         rest = trim(codes, self.options, keep=8)
-        return torch.cat([head, tail, middle, rest]) + mask.sum()
+        merged = merge(codes) + blend(codes, None)
+        return torch.cat([head, tail, middle, rest, merged]) + mask.sum()
+
+    def _encode(self, codes: torch.Tensor) -> torch.Tensor:
+        return blend(codes, mask=codes > 0)
 
     def execute_model(self, num_tokens: int) -> torch.Tensor:
         codes = self.input_ids[:num_tokens]
-        return self._decode(codes, num_tokens, None)
+        return self._decode(codes, num_tokens, None) + self._encode(codes)

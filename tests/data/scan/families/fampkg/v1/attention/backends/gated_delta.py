@@ -11,7 +11,8 @@ class GDNAttentionMetadataBuilder(AttentionMetadataBuilder):
         super().__init__(config, device)
         self.lens = torch.zeros(config.max_num_reqs, dtype=torch.int32, device=device)
 
-    def build(self, common_prefix_len, step, spec_sequence_masks=None):
+    def build(self, common_prefix_len, step):
+        spec_sequence_masks = step.spec_masks if step.num_spec_decodes > 0 else None
         lens = self.lens[: step.num_reqs]
         lens.copy_(step.query_lens)
         num_prefill_tokens = lens[lens > 1].sum()  # expect: blocking_readback none gdn
