@@ -38,6 +38,13 @@ DeepSeek-V4 vllm-ascend fork), with the engine of the commit before the one that
 labelled (41 sites: 22 vLLM main, 15 Gaudi, 4 Kunlun):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --trees unseen2 \
         --seed 20261212
+Audit 12 (flagged12.toml): from third trees (tests/data/scan/unseen3: vllm-ascend main's model,
+op and quantization packages, an older vLLM main and the V100 fork with their models and
+layers, an older vLLM-Omni fork), with the engine of the commit before the one that adds this
+line (50c15ac: model slots hold what builds them), after audit 11's sites were labelled (58
+sites: 28 1Cat-vLLM, 21 vLLM-Omni fork, 5 vllm-ascend, 4 older vLLM main):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --trees unseen3 \
+        --seed 20261213
 """
 
 from __future__ import annotations
