@@ -42,6 +42,11 @@ _OFF_FIELD = re.compile(r"^\s+(\w+): bool = False\b|^\s+(\w+_config): [\w.\[\]\"
                         re.M)
 
 
+# An environment variable ``envs.py`` leaves unset unless a user sets it: ``VLLM_X_DIR: str |
+# None = None`` (its getter is ``os.getenv("VLLM_X_DIR")``), ``VLLM_X: str = ""``
+_OFF_ENV = re.compile(r'^\s+(\w+): [\w.\[\]"]+ \| None = None\b|^\s+(\w+): str = ""', re.M)
+
+
 # A switch whose off value is no bool: ``mamba_cache_mode: MambaCacheMode = "none"``,
 # ``max_items: int = 0``, ``mode: Mode = Mode.NONE`` (a value that is resolved at run time,
 # such as "auto" or "", says nothing about the default mode and is not read)
@@ -131,11 +136,14 @@ def _config_texts(sources: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
 def installed_opt_ins(sources: tuple[str, ...] = ()) -> frozenset[str]:
     """Switches the config classes and ``envs.py`` default to off (the scanned tree's,
     ``sources``, else the installed vLLM's): ``if self.model_config.enable_x:`` is an opt-in
-    feature even when no name list mentions it yet."""
+    feature even when no name list mentions it yet, and so is ``if envs.VLLM_X_DIR:`` for a
+    variable ``envs.py`` leaves unset."""
     found: set[str] = set()
-    for _name, text in _config_texts(sources):
+    for name, text in _config_texts(sources):
         for match in _OFF_FIELD.finditer(text):
             found.add(match.group(1) or match.group(2))
+        if name == "envs.py":
+            found.update(m.group(1) or m.group(2) for m in _OFF_ENV.finditer(text))
     return frozenset(found)
 
 

@@ -2,7 +2,8 @@
 a switch's default comes from the SCANNED tree's own config (``vllm/config/*.py``), so one
 runner is guarded where its release turns the shared-prefix (cascade) path off by default and
 fails where an older release has it on; a value only decode context parallel fills and a
-decode length above 1 (speculation only) guard their branches. Each part is broken on purpose
+decode length above 1 (speculation only) guard their branches, and so does an environment
+variable the tree's ``envs.py`` leaves unset (``VLLM_X: str | None = None``). Each part is broken on purpose
 and shown to lose its lines.
 
 Markers: ``# expect: KIND GUARD FAMILY``.
@@ -11,6 +12,7 @@ Markers: ``# expect: KIND GUARD FAMILY``.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -45,7 +47,7 @@ def _older_release(switches: Path, tmp_path: Path) -> Path:
 
 def test_switches_fixture_reports_exactly_the_marked_sites(switches, marked_families):
     expected = marked_families(switches)
-    assert set(expected.values()) == {"cascade", "dcp", "spec"}
+    assert set(expected.values()) == {"cascade", "dcp", "spec", "trace"}
     assert _reported(switches) == set(expected)
 
 
@@ -72,16 +74,21 @@ BROKEN = {
     # taken for opt-in and its failure is lost
     "the scanned tree's config": (
         lambda m: m.setattr(callgraph, "tree_config_sources", lambda paths: ()), True, {},
-        ("switch_runner.py", 22, "blocking_copy", "opt_in")),
+        ("switch_runner.py", 26, "blocking_copy", "opt_in")),
     # no value tied to the switch: the runner's prefix length is not known to be 0 by default
     "switched values": (lambda m: None, False, {"switched": ()},
-                        ("switch_runner.py", 22, "blocking_copy", "none")),
+                        ("switch_runner.py", 26, "blocking_copy", "none")),
     # no decode-context-parallel names: its rank offset fails the gate
     "dcp names": (lambda m: None, False, {"opt_in": "dcp"},
-                  ("switch_runner.py", 26, "blocking_copy", "none")),
+                  ("switch_runner.py", 30, "blocking_copy", "none")),
     # a decode length above 1 not known as speculation-only
     "decode length": (lambda m: None, False, {"one_without_speculation": Patterns(())},
-                      ("switch_runner.py", 30, "blocking_readback", "none")),
+                      ("switch_runner.py", 34, "blocking_readback", "none")),
+    # no variable envs.py leaves unset is known off: the step trace fails the gate
+    "unset variables": (lambda m: (m.setattr(guards, "_OFF_ENV", re.compile("(?!)")),
+                                   m.setattr(guards, "installed_opt_ins",
+                                             guards.installed_opt_ins.__wrapped__)),
+                        False, {}, ("switch_runner.py", 41, "blocking_readback", "none")),
 }
 
 

@@ -1,6 +1,10 @@
-"""A runner whose shared-prefix path runs only when the release's config turns it on."""
+"""A runner whose shared-prefix path runs only when the release's config turns it on, and
+whose step trace runs only when a user sets the variable the release's ``envs.py`` leaves
+unset."""
 
 import torch
+
+import vllm.envs as envs
 
 
 class SwitchModelRunner:
@@ -28,4 +32,10 @@ class SwitchModelRunner:
         if max_decode_len > 1:
             counts = batch.decode_lens_gpu
             prefix = torch.repeat_interleave(counts, counts)  # expect: blocking_readback speculation spec
-        return prefix, local_lens
+        return prefix, local_lens, self._trace(batch)
+
+    def _trace(self, batch):
+        steps = envs.VLLM_TRACE_STEPS
+        if not steps:
+            return None
+        return int(batch.decode_lens_gpu.max().item())  # expect: blocking_readback opt_in trace
