@@ -45,6 +45,12 @@ line (50c15ac: model slots hold what builds them), after audit 11's sites were l
 sites: 28 1Cat-vLLM, 21 vLLM-Omni fork, 5 vllm-ascend, 4 older vLLM main):
     .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --trees unseen3 \
         --seed 20261213
+Audit 13 (flagged13.toml): from fourth trees (tests/data/scan/unseen4: upstream vLLM-Omni of
+2025-12, Habana's and ROCm's vLLM forks with their models and layers), with the engine of the
+commit before the one that adds this line (9aa2796: variables envs.py leaves unset are opt-in),
+after audit 12's sites were labelled (64 sites: 43 Habana, 17 ROCm, 4 vLLM-Omni):
+    .venv/bin/python tests/data/scan/audit/draw_unseen.py --mirrors /work/.mirror --trees unseen4 \
+        --seed 20261214
 """
 
 from __future__ import annotations
