@@ -1856,14 +1856,46 @@ def _describe(condition: Condition) -> str:
     return f"L{condition.line}: {condition.text}{tag}"
 
 
-def _int_store(method: FunctionInfo, value: ast.expr | None) -> bool:
-    """A Python int stored: a literal, ``int(...)``, or the method's ``int``-annotated
-    parameter (``self.token_mel_ratio = token_mel_ratio`` of ``token_mel_ratio: int = 2``)."""
+def _int_store(method: FunctionInfo, value: ast.expr | None, depth: int = 0) -> bool:
+    """A Python int stored: a literal, ``int(...)`` / ``len(...)``, the method's ``int``
+    parameter (``self.token_mel_ratio = token_mel_ratio`` of ``token_mel_ratio: int = 2``; also
+    ``int | None``, whose None a conditional has ruled out), arithmetic of such values or of
+    members the method stored as such (``self.num_heads // self.num_kv_heads``), or a
+    conditional whose branches all are."""
+    if depth > 3 or value is None:
+        return False
     if isinstance(value, ast.Constant):
         return isinstance(value.value, int) and not isinstance(value.value, bool)
     if isinstance(value, ast.Call):
-        return dotted(value.func) == "int"
-    return isinstance(value, ast.Name) and int_annotated(method.node, value.id)
+        return dotted(value.func) in ("int", "len")
+    if isinstance(value, ast.Name):
+        return _int_parameter(method.node, value.id)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, _INT_ARITHMETIC):
+        return all(_int_store(method, side, depth + 1) for side in (value.left, value.right))
+    if isinstance(value, ast.IfExp):
+        return all(_int_store(method, side, depth + 1) for side in (value.body, value.orelse))
+    if is_self_attribute(value):
+        stored = [node.value for node in walk(method.node) if isinstance(node, ast.Assign)
+                  and any(is_self_attribute(t) and t.attr == value.attr  # type: ignore[attr-defined]
+                          for t in node.targets)]
+        return bool(stored) and all(_int_store(method, v, depth + 1) for v in stored)
+    return False
+
+
+_INT_ARITHMETIC = (ast.FloorDiv, ast.Mult, ast.Add, ast.Sub, ast.Mod)
+
+
+def _int_parameter(function: FunctionNode, name: str) -> bool:
+    """``function``'s parameter ``name`` is annotated ``int``, ``int | None`` or
+    ``Optional[int]``."""
+    annotation = param_annotation(function, name)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        parts = [annotation.left, annotation.right]
+        return any(dotted(p) == "int" for p in parts) and \
+            all(dotted(p) == "int" or is_none(p) for p in parts)
+    if isinstance(annotation, ast.Subscript) and dotted(annotation.value).endswith("Optional"):
+        return dotted(annotation.slice) == "int"
+    return int_annotated(function, name)
 
 
 def _list_valued(index: SourceIndex, cls: ClassInfo, value: ast.expr | None) -> bool:
