@@ -42,7 +42,7 @@ from vllm_syncgate.scan.rules import (
     Site,
     element_class,
     explain,
-    int_annotated,
+    optional_int_annotated,
     param_annotation,
     strongest,
 )
@@ -74,6 +74,7 @@ from vllm_syncgate.scan.values import (
     is_none,
     keyed_stores,
     keyword,
+    member_sets,
     never_none,
     python_list,
     record_fields,
@@ -975,10 +976,12 @@ class _Analysis:
         None. The branch never runs from this caller; other callers still report it."""
         if len(path) < 2:
             return False
+        tested = parameter_none_tests(site.conditions)
+        if not tested:  # most sites: no None test of a plain name
+            return False
         (caller_ctx, caller), (_ctx, function) = path[-2], path[-1]
         defaults = _parameter_defaults(function)
-        tests = {name: test for name, test in parameter_none_tests(site.conditions).items()
-                 if name in defaults}
+        tests = {name: test for name, test in tested.items() if name in defaults}
         rebound = {name for name, _value, _how, line in bindings(function.node)
                    if name in tests and line < tests[name][1]}
         demands = {name: none for name, (none, _line) in tests.items() if name not in rebound}
@@ -1869,33 +1872,20 @@ def _int_store(method: FunctionInfo, value: ast.expr | None, depth: int = 0) -> 
     if isinstance(value, ast.Call):
         return dotted(value.func) in ("int", "len")
     if isinstance(value, ast.Name):
-        return _int_parameter(method.node, value.id)
+        return optional_int_annotated(method.node, value.id)
     if isinstance(value, ast.BinOp) and isinstance(value.op, _INT_ARITHMETIC):
         return all(_int_store(method, side, depth + 1) for side in (value.left, value.right))
     if isinstance(value, ast.IfExp):
         return all(_int_store(method, side, depth + 1) for side in (value.body, value.orelse))
     if is_self_attribute(value):
-        stored = [node.value for node in walk(method.node) if isinstance(node, ast.Assign)
-                  and any(is_self_attribute(t) and t.attr == value.attr  # type: ignore[attr-defined]
-                          for t in node.targets)]
+        stored = [v for attr, v in member_sets([method.node])
+                  if attr == value.attr]  # type: ignore[attr-defined]
         return bool(stored) and all(_int_store(method, v, depth + 1) for v in stored)
     return False
 
 
 _INT_ARITHMETIC = (ast.FloorDiv, ast.Mult, ast.Add, ast.Sub, ast.Mod)
 
-
-def _int_parameter(function: FunctionNode, name: str) -> bool:
-    """``function``'s parameter ``name`` is annotated ``int``, ``int | None`` or
-    ``Optional[int]``."""
-    annotation = param_annotation(function, name)
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        parts = [annotation.left, annotation.right]
-        return any(dotted(p) == "int" for p in parts) and \
-            all(dotted(p) == "int" or is_none(p) for p in parts)
-    if isinstance(annotation, ast.Subscript) and dotted(annotation.value).endswith("Optional"):
-        return dotted(annotation.slice) == "int"
-    return int_annotated(function, name)
 
 
 def _list_valued(index: SourceIndex, cls: ClassInfo, value: ast.expr | None) -> bool:

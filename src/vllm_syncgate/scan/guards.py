@@ -33,6 +33,7 @@ from vllm_syncgate.scan.values import (
     is_true,
     keyword,
     makes_tensor,
+    member_sets,
     owned,
 )
 
@@ -687,18 +688,12 @@ def _strongest(parts: list[Truth]) -> Truth:
     return max(guarded, key=lambda p: p.guard.rank if p.guard else -1)
 
 
-def _member_sets(nodes: Iterable[ast.AST]) -> list[tuple[str, ast.expr]]:
-    """``(attr, value)`` of every ``self.attr = value`` under ``nodes``."""
-    return [(target.attr, node.value) for root in nodes for node in walk(root)
-            if isinstance(node, ast.Assign) for target in node.targets if is_self_attribute(target)]
-
-
 def _set_back(cls: ClassInfo) -> frozenset[str]:
     """Members a method of the class other than ``__init__`` sets to None, False or 0."""
     found = getattr(cls.node, "_syncgate_set_back", None)
     if found is None:  # kept on the class node
         found = frozenset(attr for name, method in cls.methods.items() if name != "__init__"
-                          for attr, value in _member_sets([method.node])
+                          for attr, value in member_sets([method.node])
                           if isinstance(value, ast.Constant) and not value.value)
         cls.node._syncgate_set_back = found  # type: ignore[attr-defined]
     return found
@@ -799,11 +794,11 @@ def _first_use_members(scope: ast.AST, owner: ClassInfo | None
                  and isinstance(n.op, ast.Not) and is_self_attribute(n.operand)}
         if not (unbuilt or unset):
             continue
-        own = _member_sets(branch.body)
+        own = member_sets(branch.body)
         called = [method for root in branch.body for call in walk(root)
                   if isinstance(call, ast.Call) and is_self_attribute(call.func)
                   for method in [_method(chain, call.func.attr)] if method is not None]
-        through = _member_sets(called)
+        through = member_sets(called)
         built |= {attr for attr, value in own if attr in unbuilt and not is_none(value)}
         built_through = {attr for attr, value in through if attr in unbuilt and not is_none(value)}
         set_true = {attr for attr, value in [*own, *through] if attr in unset and is_true(value)}

@@ -72,6 +72,7 @@ from vllm_syncgate.scan.values import (
     is_none,
     is_true,
     keyword,
+    member_sets,
     targets_cpu,
 )
 
@@ -626,9 +627,8 @@ class FunctionWalker:
             return all(v is not None and how is None and self._int_valued(v, depth + 1)
                        for v, how in bound)
         if is_self_attribute(node):
-            stored = [n.value for n in walk(self._function) if isinstance(n, ast.Assign)
-                      and any(isinstance(t, ast.Attribute) and is_self_attribute(t)
-                              and t.attr == node.attr for t in n.targets)]  # type: ignore[attr-defined]
+            stored = [value for attr, value in member_sets([self._function])
+                      if attr == node.attr]  # type: ignore[attr-defined]
             if stored:
                 return all(self._int_valued(v, depth + 1) for v in stored)
             return self.values.int_attribute(node.attr)
@@ -1010,6 +1010,19 @@ def int_annotated(function: FunctionNode, name: str) -> bool:
     """``function``'s parameter ``name`` is annotated ``int``."""
     annotation = param_annotation(function, name)
     return isinstance(annotation, ast.Name) and annotation.id == "int"
+
+
+def optional_int_annotated(function: FunctionNode, name: str) -> bool:
+    """``function``'s parameter ``name`` is annotated ``int``, ``int | None`` or
+    ``Optional[int]``: an int wherever a test has ruled None out."""
+    annotation = param_annotation(function, name)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        parts = [annotation.left, annotation.right]
+        return any(dotted(p) == "int" for p in parts) and \
+            all(dotted(p) == "int" or is_none(p) for p in parts)
+    if isinstance(annotation, ast.Subscript) and dotted(annotation.value).endswith("Optional"):
+        return dotted(annotation.slice) == "int"
+    return int_annotated(function, name)
 
 
 def param_annotation(function: FunctionNode, name: str) -> ast.expr | None:

@@ -1388,6 +1388,12 @@ def never_none(node: ast.expr | None, scope: ast.FunctionDef | ast.AsyncFunction
     return False
 
 
+def member_sets(nodes: Iterable[ast.AST]) -> list[tuple[str, ast.expr]]:
+    """``(attr, value)`` of every ``self.attr = value`` under ``nodes``."""
+    return [(target.attr, node.value) for root in nodes for node in walk(root)
+            if isinstance(node, ast.Assign) for target in node.targets if is_self_attribute(target)]
+
+
 def python_list(node: ast.expr | None) -> bool:
     """A Python list made here: a display, a comprehension, ``list(...)`` or ``sorted(...)``."""
     return isinstance(node, ast.List | ast.ListComp) or (
